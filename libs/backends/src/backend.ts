@@ -1,0 +1,67 @@
+import type { ModelConfig } from '@nereid/model-config';
+import type { ExecutionItem, InferenceRequest, InferenceResponse } from '@nereid/protocol';
+
+export type { ExecutionItem };
+
+/** Where an instance runs. */
+export interface InstanceSpec {
+  /** `<group name>_<n>` as Triton names instances. */
+  name: string;
+  kind: 'KIND_CPU' | 'KIND_GPU' | 'KIND_MODEL';
+  deviceId: number;
+}
+
+/** Everything a backend needs to load one instance of one model version. */
+export interface LoadContext {
+  /** Completed and validated config. */
+  config: ModelConfig;
+  /** Absolute path of `<repo>/<model>`. */
+  modelDir: string;
+  /** Absolute path of `<repo>/<model>/<version>`. */
+  versionDir: string;
+  version: number;
+  instance: InstanceSpec;
+  /** Calls any model served by this server (BLS, ensembles). */
+  infer?: InferFn;
+  /** Log sink tagged with the model. */
+  log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
+}
+
+/** Calls a served model and collects its responses (final response last). */
+export type InferFn = (
+  request: InferenceRequest,
+  onResponse?: (r: InferenceResponse) => void,
+) => Promise<InferenceResponse[]>;
+
+export interface ModelInstance {
+  /**
+   * Runs one batch. Each item's sink gets its responses; a failure of one request goes to that
+   * request's sink only. The promise settles when the instance is free for the next batch.
+   */
+  execute(items: ExecutionItem[]): Promise<void>;
+  /** Frees the instance (sessions, processes). */
+  unload(): Promise<void>;
+}
+
+/** Context for auto-complete: the config as read so far and where the model's files are. */
+export interface AutoCompleteContext {
+  config: ModelConfig;
+  modelDir: string;
+  versionDir: string;
+  /** `--backend-config=default-max-batch-size` (default 4). */
+  defaultMaxBatchSize: number;
+}
+
+/** A backend turns batches of requests into responses; it knows nothing of HTTP, gRPC or Redis. */
+export interface Backend {
+  /** The `backend` name in config.pbtxt (`onnxruntime`, `python`, ...). */
+  readonly name: string;
+  /** Default file in a version dir (`model.onnx`, `model.py`). */
+  readonly defaultModelFilename: string;
+  /** Default instance count for KIND_CPU groups (Triton: 2 for onnxruntime). */
+  readonly defaultCpuInstanceCount?: number;
+  /** Fills inputs, outputs, max_batch_size from the model itself. Returns the completed config. */
+  autoComplete?(ctx: AutoCompleteContext): Promise<ModelConfig>;
+  /** Loads one instance. Throws InferenceError with a reason on failure. */
+  loadInstance(ctx: LoadContext): Promise<ModelInstance>;
+}

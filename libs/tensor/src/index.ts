@@ -1,0 +1,2 @@
+export * from './datatype';
+export * from './tensor';
