@@ -1,0 +1,3 @@
+export { parseModelConfig, readTextProtoError } from './parser';
+export { printModelConfig, quotePbtxtString } from './printer';
+export { PbtxtSyntaxError } from './tokenizer';

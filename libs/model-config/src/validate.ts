@@ -1,0 +1,1 @@
+export { validateModelConfig, type ValidateOptions } from './validate/index';

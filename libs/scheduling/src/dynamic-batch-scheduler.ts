@@ -1,0 +1,114 @@
+import type { ModelConfig } from '@nereid/model-config';
+import type { ExecutionItem } from '@nereid/protocol';
+import { batchRulesOf, formBatch, type BatchRules } from './batch-former';
+import { systemClock } from './clock';
+import { InstancePool } from './instance-pool';
+import { OrderedDelivery } from './ordered-delivery';
+import { PriorityQueue } from './priority-queue';
+import { queueFullError, stoppingError, timeoutExpiredError } from './rejections';
+import { StopLatch } from './stop-latch';
+import type { Clock, Scheduler, SchedulerOptions } from './types';
+
+/**
+ * Triton's dynamic batcher: requests wait in priority queues with their queue policies and are
+ * combined into batches (see `formBatch`) whenever an instance is free. One timer wakes the
+ * batcher for the next queue-delay end or queue timeout. With `max_batch_size` 0 every request
+ * runs alone but priorities and queue policies still apply.
+ */
+export class DynamicBatchScheduler implements Scheduler {
+  private readonly queue: PriorityQueue;
+  private readonly rules: BatchRules;
+  private readonly pool: InstancePool;
+  private readonly clock: Clock;
+  private readonly ordering: OrderedDelivery | undefined;
+  private readonly latch = new StopLatch();
+  private timer: unknown;
+  private timerAt = Infinity;
+  private pumping = false;
+  private again = false;
+
+  constructor(config: ModelConfig, opts: SchedulerOptions) {
+    const db = config.dynamic_batching ?? {};
+    this.queue = new PriorityQueue(db);
+    this.rules = batchRulesOf(config);
+    this.clock = opts.clock ?? systemClock;
+    this.ordering = db.preserve_ordering === true ? new OrderedDelivery() : undefined;
+    this.pool = new InstancePool(opts.instanceCount, opts.execute, () => this.pump());
+  }
+
+  get pendingCount(): number {
+    return this.queue.size;
+  }
+
+  get inflightCount(): number {
+    return this.pool.inflightCount;
+  }
+
+  enqueue(item: ExecutionItem): void {
+    if (this.latch.stopping) {
+      item.sink.fail(stoppingError(item.request));
+      return;
+    }
+    const queued = this.queue.push(item, this.clock.now());
+    if (queued === undefined) {
+      item.sink.fail(queueFullError(item.request));
+      return;
+    }
+    if (this.ordering !== undefined) queued.item = { ...item, sink: this.ordering.wrap(item.sink) };
+    this.pump();
+  }
+
+  stop(): Promise<void> {
+    const p = this.latch.start();
+    this.pump();
+    return p;
+  }
+
+  /**
+   * Rejects or delays timed-out requests, then hands batches to free instances. Nested calls
+   * (sinks or executes that call back synchronously) make the running call loop again.
+   */
+  private pump(): void {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    let waitUntil = Infinity;
+    try {
+      do {
+        this.again = false;
+        waitUntil = this.pass(this.clock.now());
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+    this.armTimer(this.queue.size > 0 ? Math.min(waitUntil, this.queue.nextDeadline) : Infinity);
+    this.latch.check(this.queue.size === 0 && this.pool.inflightCount === 0);
+  }
+
+  /** One scheduling pass; returns when the head batch wants to be looked at again (or Infinity). */
+  private pass(now: number): number {
+    for (const q of this.queue.expire(now)) q.item.sink.fail(timeoutExpiredError());
+    while (this.pool.hasFree && this.queue.size > 0) {
+      const decision = formBatch(this.queue.inOrder(), this.rules, now, this.latch.stopping);
+      if (decision === undefined) break;
+      if ('waitUntil' in decision) return decision.waitUntil;
+      this.pool.dispatch(this.queue.shiftN(decision.send).map((q) => q.item));
+    }
+    return Infinity;
+  }
+
+  private armTimer(at: number): void {
+    if (at === this.timerAt) return;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerAt = at;
+    if (at === Infinity) return;
+    this.timer = this.clock.setTimer(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.pump();
+    }, at - this.clock.now());
+  }
+}

@@ -1,0 +1,32 @@
+import type { ExecutionItem } from '@nereid/protocol';
+
+/** Time source and timers, injected so that schedulers can be tested with a fake clock. */
+export interface Clock {
+  /** Milliseconds on a monotonic scale. */
+  now(): number;
+  setTimer(fn: () => void, ms: number): unknown;
+  clearTimer(handle: unknown): void;
+}
+
+/** Runs a batch on instance `instance` (0..instanceCount-1); resolves when that instance is free again. */
+export type ExecuteBatch = (instance: number, items: ExecutionItem[]) => Promise<void>;
+
+/** Triton's scheduler contract: requests go in, batches go to instances. */
+export interface Scheduler {
+  /** Queues a request; rejections (queue full, timeout, stopping) go to `item.sink.fail`. */
+  enqueue(item: ExecutionItem): void;
+  /** Requests queued and not yet handed to an instance. */
+  readonly pendingCount: number;
+  /** Requests handed to an instance whose batch has not finished. */
+  readonly inflightCount: number;
+  /** Waits for queued + running work; new work is rejected with UNAVAILABLE from the call on. */
+  stop(): Promise<void>;
+}
+
+export interface SchedulerOptions {
+  /** Number of model instances; batches run on 0..instanceCount-1, at most one batch per instance. */
+  instanceCount: number;
+  execute: ExecuteBatch;
+  /** Default: `systemClock` (performance.now + setTimeout). */
+  clock?: Clock;
+}

@@ -1,0 +1,94 @@
+import { InferenceError } from './errors';
+import { ELEMENT_SIZE, type DataType } from './datatype';
+import { elementCount, type Tensor, type TensorData } from './tensor';
+import { bytesView, isBytesData, viewAs } from './typed';
+
+/** Bytes of the length prefix before each BYTES element. */
+const LENGTH_PREFIX = 4;
+
+/**
+ * Raw tensor bytes (binary section of an HTTP body, gRPC `raw_input_contents`, shared memory) →
+ * TensorData. Fixed-width types become typed-array views over `bytes` (no copy) when aligned;
+ * BYTES elements become views of their payloads.
+ */
+export function tensorDataFromBytes(
+  datatype: DataType,
+  shape: number[],
+  bytes: Uint8Array,
+  name: string,
+  model: string,
+): TensorData {
+  const count = elementCount(shape);
+  if (datatype === 'BYTES') return parseBytesElements(bytes, count, name, model);
+  const expected = count * ELEMENT_SIZE[datatype];
+  if (bytes.byteLength !== expected) {
+    throw InferenceError.invalidArg(
+      `input byte size mismatch for input '${name}' for model '${model}'. Expected ${expected}, got ${bytes.byteLength}`,
+    );
+  }
+  return viewAs(datatype, bytes);
+}
+
+/** Splits length-prefixed BYTES elements; the element count must match the shape exactly. */
+function parseBytesElements(bytes: Uint8Array, count: number, name: string, model: string): Uint8Array[] {
+  const where = `for inference input '${name}' for model '${model}'`;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: Uint8Array[] = [];
+  let offset = 0;
+  while (offset < bytes.byteLength) {
+    if (out.length === count) {
+      throw InferenceError.invalidArg(
+        `unexpected number of string elements ${count + 1} ${where}, expecting ${count}`,
+      );
+    }
+    if (offset + LENGTH_PREFIX > bytes.byteLength) {
+      throw InferenceError.invalidArg(
+        `element byte size indicator exceeds the end of the buffer ${where}: element ${out.length} needs ${LENGTH_PREFIX} bytes for its length, ${bytes.byteLength - offset} remain`,
+      );
+    }
+    const length = view.getUint32(offset, true);
+    offset += LENGTH_PREFIX;
+    if (offset + length > bytes.byteLength) {
+      throw InferenceError.invalidArg(
+        `element byte size exceeds the end of the buffer ${where}: element ${out.length} declares ${length} bytes, ${bytes.byteLength - offset} remain`,
+      );
+    }
+    out.push(bytes.subarray(offset, offset + length));
+    offset += length;
+  }
+  if (out.length !== count) {
+    throw InferenceError.invalidArg(`expected ${count} string elements ${where}, got ${out.length}`);
+  }
+  return out;
+}
+
+/** TensorData → raw wire bytes: a view for fixed-width data; BYTES serialized with LE length prefixes. */
+export function tensorDataToBytes(tensor: Tensor): Uint8Array {
+  const { data } = tensor;
+  if (!isBytesData(data)) return bytesView(data);
+  return serializeBytesElements(data);
+}
+
+export function serializeBytesElements(elements: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(bytesElementsSize(elements));
+  const view = new DataView(out.buffer);
+  let offset = 0;
+  for (const e of elements) {
+    view.setUint32(offset, e.byteLength, true);
+    out.set(e, offset + LENGTH_PREFIX);
+    offset += LENGTH_PREFIX + e.byteLength;
+  }
+  return out;
+}
+
+function bytesElementsSize(elements: readonly Uint8Array[]): number {
+  let size = 0;
+  for (const e of elements) size += LENGTH_PREFIX + e.byteLength;
+  return size;
+}
+
+/** Wire byte size of a tensor's data (what `binary_data_size` announces). */
+export function byteSizeOf(tensor: Tensor): number {
+  const { data } = tensor;
+  return isBytesData(data) ? bytesElementsSize(data) : data.byteLength;
+}
