@@ -1,2 +1,3 @@
 export * from './errors';
+export * from './parameters';
 export * from './request';

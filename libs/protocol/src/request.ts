@@ -62,4 +62,6 @@ export interface ExecutionItem {
   sink: ResponseSink;
   /** When the request entered the server (performance.now() ms), for queue statistics. */
   enqueuedAt?: number;
+  /** When an instance started executing it (performance.now() ms), set by the worker. */
+  startedAt?: number;
 }

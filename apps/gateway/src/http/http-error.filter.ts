@@ -1,0 +1,34 @@
+import { ArgumentsHost, Catch, HttpException, type ExceptionFilter } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { httpStatusOf, InferenceError } from '@nereid/protocol';
+
+/** Turns any error into Triton's `{"error": "..."}` body with Triton's status. */
+@Catch()
+export class HttpErrorFilter implements ExceptionFilter {
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const { status, message } = describe(exception);
+    void reply.status(status).header('content-type', 'application/json').send(JSON.stringify({ error: message }));
+  }
+}
+
+export function describe(exception: unknown): { status: number; message: string } {
+  if (exception instanceof InferenceError) return { status: httpStatusOf(exception.code), message: exception.message };
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status === 404) return { status, message: 'Not Found' };
+    if (status === 405) return { status, message: 'Method Not Allowed' };
+    return { status, message: exception.message };
+  }
+  const e = exception as { code?: string; statusCode?: number; message?: string };
+  if (e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { status: 400, message: `Request body size exceeds the maximum allowed value. Use --http-max-input-size to increase the limit.` };
+  }
+  if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return { status: 400, message: e.message ?? 'invalid request body' };
+  }
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return { status: 400, message: e.message ?? 'bad request' };
+  }
+  return { status: 500, message: e?.message ?? String(exception) };
+}

@@ -1,0 +1,125 @@
+import 'reflect-metadata';
+import { Type } from 'class-transformer';
+import {
+  IsArray,
+  IsIn,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Min,
+  ValidateNested,
+  validateSync,
+  type ValidationError,
+} from 'class-validator';
+import { DATATYPES } from '@nereid/tensor';
+import { InferenceError } from '@nereid/protocol';
+
+/**
+ * The structure of a v2 infer request, checked with class-validator. Tensor `data` is never part
+ * of these objects: it is decoded and checked by the tensor codec in one pass.
+ */
+export class InferInputDto {
+  @IsString()
+  name!: string;
+
+  @IsArray()
+  @IsInt({ each: true })
+  @Min(0, { each: true })
+  shape!: number[];
+
+  @IsString()
+  @IsIn(DATATYPES as unknown as string[])
+  datatype!: string;
+
+  @IsOptional()
+  @IsObject()
+  parameters?: Record<string, unknown>;
+}
+
+export class InferOutputDto {
+  @IsString()
+  name!: string;
+
+  @IsOptional()
+  @IsObject()
+  parameters?: Record<string, unknown>;
+}
+
+export class InferRequestDto {
+  @IsOptional()
+  @IsString()
+  id?: string;
+
+  @IsOptional()
+  @IsObject()
+  parameters?: Record<string, unknown>;
+
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => InferInputDto)
+  inputs!: InferInputDto[];
+
+  @IsOptional()
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => InferOutputDto)
+  outputs?: InferOutputDto[];
+}
+
+function firstMessage(errors: ValidationError[], path: string): string {
+  for (const e of errors) {
+    if (e.constraints) {
+      const msg = Object.values(e.constraints)[0];
+      return path ? `${path}: ${msg}` : msg;
+    }
+    const where = /^[0-9]+$/.test(e.property) ? `${path}[${e.property}]` : path ? `${path}.${e.property}` : e.property;
+    if (e.children && e.children.length > 0) return firstMessage(e.children, where);
+  }
+  return 'invalid request';
+}
+
+function toDto<T extends object>(ctor: new () => T, fields: Partial<T>): T {
+  return Object.assign(new ctor(), fields);
+}
+
+/**
+ * Checks the structure of a parsed infer request (never its tensor data) and throws INVALID_ARG
+ * naming the first offending field.
+ */
+export function checkInferStructure(body: unknown): void {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw InferenceError.invalidArg('failed to parse the request JSON buffer: the request must be a JSON object');
+  }
+  const b = body as Record<string, unknown>;
+  const rawInputs = b.inputs;
+  const rawOutputs = b.outputs;
+  const dto = toDto(InferRequestDto, {
+    id: b.id as string | undefined,
+    parameters: b.parameters as Record<string, unknown> | undefined,
+    inputs: Array.isArray(rawInputs)
+      ? rawInputs.map((i) => {
+          const o = (typeof i === 'object' && i !== null ? i : {}) as Record<string, unknown>;
+          return toDto(InferInputDto, {
+            name: o.name as string,
+            shape: o.shape as number[],
+            datatype: o.datatype as string,
+            parameters: o.parameters as Record<string, unknown> | undefined,
+          });
+        })
+      : (rawInputs as InferInputDto[]),
+    outputs: Array.isArray(rawOutputs)
+      ? rawOutputs.map((i) => {
+          const o = (typeof i === 'object' && i !== null ? i : {}) as Record<string, unknown>;
+          return toDto(InferOutputDto, { name: o.name as string, parameters: o.parameters as Record<string, unknown> | undefined });
+        })
+      : (rawOutputs as InferOutputDto[] | undefined),
+  });
+  if (b.id === undefined) delete dto.id;
+  if (b.parameters === undefined) delete dto.parameters;
+  if (rawOutputs === undefined) delete dto.outputs;
+  const errors = validateSync(dto, { forbidUnknownValues: false });
+  if (errors.length > 0) {
+    throw InferenceError.invalidArg(`invalid inference request: ${firstMessage(errors, '')}`);
+  }
+}

@@ -1,0 +1,4 @@
+export * from './gateway.module';
+export * from './http-server';
+export * from './tokens';
+export { startGrpcServer, type GrpcServerOptions, type GrpcServerHandle } from './grpc';

@@ -1,0 +1,12 @@
+/** Injection token of the InferenceCore the front doors delegate to. */
+export const INFERENCE_CORE = Symbol('INFERENCE_CORE');
+
+/** Injection token of the gateway's options. */
+export const GATEWAY_OPTIONS = Symbol('GATEWAY_OPTIONS');
+
+export interface GatewayOptions {
+  /** Largest accepted request body in bytes (`--http-max-input-size`). */
+  maxInputSize: number;
+  /** `--allow-client-shm`. */
+  allowClientShm: boolean;
+}

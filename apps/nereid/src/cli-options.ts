@@ -1,0 +1,84 @@
+/** Options of `nereid serve`, named after tritonserver's flags. */
+export interface ServeOptions {
+  modelRepositories: string[];
+  modelControlMode: 'none' | 'explicit' | 'poll';
+  loadModels: string[];
+  repositoryPollSecs: number;
+  modelConfigName?: string;
+  autoComplete: boolean;
+  strictReadiness: boolean;
+  exitOnError: boolean;
+  exitTimeoutSecs: number;
+  serverId: string;
+  allowHttp: boolean;
+  httpAddress: string;
+  httpPort: number;
+  httpMaxInputSize: number;
+  allowGrpc: boolean;
+  grpcAddress: string;
+  grpcPort: number;
+  grpcMaxMessageSize: number;
+  grpcKeepalive: {
+    timeMs: number;
+    timeoutMs: number;
+    permitWithoutCalls: boolean;
+    maxPingsWithoutData: number;
+    minRecvPingIntervalWithoutDataMs: number;
+    maxPingStrikes: number;
+  };
+  grpcMaxConnectionAgeMs?: number;
+  grpcMaxConnectionAgeGraceMs?: number;
+  allowMetrics: boolean;
+  metricsAddress?: string;
+  metricsPort: number;
+  allowClientShm: boolean;
+  logVerbose: number;
+  logInfo: boolean;
+  logWarning: boolean;
+  logError: boolean;
+  logFormat: 'default' | 'ISO8601';
+  logFile: string;
+  /** `--backend-config=<backend>,<k>=<v>`; global settings under the key ''. */
+  backendConfig: Record<string, Record<string, string>>;
+  pythonExecutable?: string;
+}
+
+export function defaultServeOptions(): ServeOptions {
+  return {
+    modelRepositories: [],
+    modelControlMode: 'none',
+    loadModels: [],
+    repositoryPollSecs: 15,
+    autoComplete: true,
+    strictReadiness: true,
+    exitOnError: false,
+    exitTimeoutSecs: 30,
+    serverId: 'triton',
+    allowHttp: true,
+    httpAddress: '0.0.0.0',
+    httpPort: 8000,
+    httpMaxInputSize: 64 * 1024 * 1024,
+    allowGrpc: true,
+    grpcAddress: '0.0.0.0',
+    grpcPort: 8001,
+    grpcMaxMessageSize: 2 ** 31 - 1,
+    grpcKeepalive: {
+      timeMs: 7200000,
+      timeoutMs: 20000,
+      permitWithoutCalls: false,
+      maxPingsWithoutData: 2,
+      minRecvPingIntervalWithoutDataMs: 300000,
+      maxPingStrikes: 2,
+    },
+    allowMetrics: true,
+    metricsPort: 8002,
+    allowClientShm: false,
+    logVerbose: 0,
+    logInfo: true,
+    logWarning: true,
+    logError: true,
+    logFormat: 'default',
+    logFile: '',
+    backendConfig: {},
+  };
+}

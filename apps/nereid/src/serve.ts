@@ -1,0 +1,142 @@
+import { BackendRegistry, EnsembleBackend, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
+import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings } from '@nereid/core';
+import { startHttpServer, startGrpcServer } from '@nereid/gateway';
+import { startMetricsServer } from '@nereid/metrics';
+import { SchedulerHost } from '@nereid/scheduler';
+import { createInMemoryTransport } from '@nereid/transport';
+import { WorkerHost } from '@nereid/worker';
+import { defaultServeOptions, type ServeOptions } from './cli-options';
+import { ServerLogger } from './logger';
+import { startPolling } from './poller';
+import { loadStartupModels } from './startup';
+
+export interface RunningNereid {
+  httpPort: number;
+  grpcPort: number;
+  metricsPort: number;
+  core: InferenceCore;
+  /** Stops the front doors, drains in-flight requests, unloads every model. */
+  close(): Promise<void>;
+}
+
+/** The backends Nereid ships, configured from `--backend-config`. */
+export function defaultBackends(options: ServeOptions): BackendRegistry {
+  const python = options.backendConfig.python ?? {};
+  return new BackendRegistry()
+    .register(new OnnxRuntimeBackend())
+    .register(new PythonBackend({ pythonExecutable: options.pythonExecutable, backendConfig: python }))
+    .register(new EnsembleBackend());
+}
+
+/**
+ * Embedded mode: gateway, scheduler and worker in one process, wired through the in-memory
+ * transport. Resolves once the front doors listen and the start-up models are loaded.
+ */
+export async function startNereid(partial: Partial<ServeOptions> & { modelRepositories: string[] }): Promise<RunningNereid> {
+  const options: ServeOptions = { ...defaultServeOptions(), ...partial };
+  const logSettings: LogSettings = {
+    log_file: options.logFile,
+    log_info: options.logInfo,
+    log_warning: options.logWarning,
+    log_error: options.logError,
+    log_verbose_level: options.logVerbose,
+    log_format: options.logFormat,
+  };
+  const logger = new ServerLogger(logSettings);
+  const backends = defaultBackends(options);
+  const defaultMaxBatchSize = Number(options.backendConfig['']?.['default-max-batch-size'] ?? 4);
+
+  // The worker calls back into the core (BLS, statistics); the core exists only after the worker.
+  let core!: NereidCore;
+  const worker = new WorkerHost(
+    backends,
+    {
+      infer: (request, onResponse) => core.inferAll(request, onResponse),
+      onBatch: (report) => core.onBatch(report),
+    },
+    logger.log,
+  );
+  const scheduler = new SchedulerHost(worker);
+  const transport = createInMemoryTransport(scheduler, worker);
+  const manager = new ModelRepositoryManager(
+    {
+      repositories: options.modelRepositories,
+      autoComplete: options.autoComplete,
+      modelConfigName: options.modelConfigName,
+      defaultMaxBatchSize,
+      gpuCount: 0,
+      log: logger.log,
+    },
+    backends,
+    transport.scheduler,
+    transport.worker,
+  );
+  core = new NereidCore(
+    {
+      serverId: options.serverId,
+      controlMode: options.modelControlMode,
+      strictReadiness: options.strictReadiness,
+      logSettings,
+    },
+    manager,
+    transport.scheduler,
+  );
+
+  const closers: (() => Promise<void>)[] = [];
+  const close = async (): Promise<void> => {
+    core.setReady(false);
+    for (const c of closers.reverse()) await c().catch(() => undefined);
+    await manager.unloadAll();
+    await scheduler.closeAll();
+    await worker.close();
+  };
+  try {
+    await loadStartupModels(manager, options, logger.log);
+    let httpPort = -1;
+    let grpcPort = -1;
+    let metricsPort = -1;
+    if (options.allowHttp) {
+      const http = await startHttpServer(core, {
+        host: options.httpAddress,
+        port: options.httpPort,
+        maxInputSize: options.httpMaxInputSize,
+        allowClientShm: options.allowClientShm,
+      });
+      closers.push(() => http.close());
+      httpPort = http.port;
+      logger.log('info', `Started HTTPService at ${options.httpAddress}:${httpPort}`);
+    }
+    if (options.allowGrpc) {
+      const grpc = await startGrpcServer(core, {
+        host: options.grpcAddress,
+        port: options.grpcPort,
+        maxMessageSize: options.grpcMaxMessageSize,
+        keepalive: options.grpcKeepalive,
+        maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
+        maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
+      });
+      closers.push(() => grpc.close());
+      grpcPort = grpc.port;
+      logger.log('info', `Started GRPCInferenceService at ${options.grpcAddress}:${grpcPort}`);
+    }
+    if (options.allowMetrics) {
+      const metrics = await startMetricsServer(core, manager, {
+        host: options.metricsAddress ?? options.httpAddress,
+        port: options.metricsPort,
+        pending: (key) => scheduler.pendingCount(key),
+      });
+      closers.push(() => metrics.close());
+      metricsPort = metrics.port;
+      logger.log('info', `Started Metrics Service at ${options.metricsAddress ?? options.httpAddress}:${metricsPort}`);
+    }
+    if (options.modelControlMode === 'poll' && options.repositoryPollSecs > 0) {
+      const poller = startPolling(manager, options.repositoryPollSecs * 1000, logger.log);
+      closers.push(async () => poller.stop());
+    }
+    core.setReady(true);
+    return { httpPort, grpcPort, metricsPort, core, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

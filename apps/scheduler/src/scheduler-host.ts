@@ -1,0 +1,43 @@
+import type { ModelConfig } from '@nereid/model-config';
+import { InferenceError, type ExecutionItem } from '@nereid/protocol';
+import { createScheduler, type Scheduler } from '@nereid/scheduling';
+import type { ModelKey, SchedulerChannel, WorkerChannel } from '@nereid/transport';
+
+/** Hosts one scheduler per loaded model version; batches go to the workers through the channel. */
+export class SchedulerHost implements SchedulerChannel {
+  private readonly schedulers = new Map<ModelKey, Scheduler>();
+
+  constructor(private readonly worker: WorkerChannel) {}
+
+  open(key: ModelKey, config: ModelConfig, instanceCount: number): void {
+    const scheduler = createScheduler(config, {
+      instanceCount: Math.max(1, instanceCount),
+      execute: (instance, items) => this.worker.execute(key, instance, items),
+    });
+    this.schedulers.set(key, scheduler);
+  }
+
+  enqueue(key: ModelKey, item: ExecutionItem): void {
+    const s = this.schedulers.get(key);
+    if (!s) {
+      item.sink.fail(InferenceError.unavailable(`model '${item.request.modelName}' is not being served`));
+      return;
+    }
+    s.enqueue(item);
+  }
+
+  async close(key: ModelKey): Promise<void> {
+    const s = this.schedulers.get(key);
+    if (!s) return;
+    await s.stop();
+    this.schedulers.delete(key);
+  }
+
+  pendingCount(key: ModelKey): number {
+    return this.schedulers.get(key)?.pendingCount ?? 0;
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.allSettled([...this.schedulers.keys()].map((k) => this.close(k)));
+  }
+}

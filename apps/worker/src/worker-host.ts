@@ -1,0 +1,119 @@
+import type { AutoCompleteContext, BackendRegistry, InstanceSpec, ModelInstance } from '@nereid/backends';
+import type { ModelConfig, ModelInstanceGroup } from '@nereid/model-config';
+import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
+import type { ModelKey, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
+
+export type WorkerLog = (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
+
+interface LoadedModel {
+  instances: ModelInstance[];
+  config: ModelConfig;
+}
+
+export function isEnsemble(config: ModelConfig): boolean {
+  return config.platform === 'ensemble';
+}
+
+/** The backend that runs a config: its `backend`, or `ensemble` for ensembles. */
+export function backendOf(config: ModelConfig): string {
+  return isEnsemble(config) ? 'ensemble' : (config.backend ?? '');
+}
+
+/** Instance specs of a config's instance groups, passive instances last (they take no requests). */
+export function instanceSpecs(config: ModelConfig): { active: InstanceSpec[]; passive: InstanceSpec[] } {
+  if (isEnsemble(config)) return { active: [{ name: `${config.name}_0`, kind: 'KIND_CPU', deviceId: 0 }], passive: [] };
+  const active: InstanceSpec[] = [];
+  const passive: InstanceSpec[] = [];
+  (config.instance_group ?? []).forEach((g: ModelInstanceGroup, gi: number) => {
+    const groupName = g.name || `${config.name}_${gi}`;
+    const kind = (g.kind === 'KIND_GPU' || g.kind === 'KIND_MODEL' ? g.kind : 'KIND_CPU') as InstanceSpec['kind'];
+    const count = Math.max(0, g.count ?? 1);
+    const devices = kind === 'KIND_GPU' ? (g.gpus && g.gpus.length > 0 ? g.gpus : [0]) : [0];
+    let n = 0;
+    for (const deviceId of devices) {
+      for (let i = 0; i < count; i++) {
+        (g.passive ? passive : active).push({ name: `${groupName}_${n++}`, kind, deviceId });
+      }
+    }
+  });
+  return { active, passive };
+}
+
+/**
+ * Hosts model instances and runs batches on them. Knows backends, not protocols or transports.
+ */
+export class WorkerHost implements WorkerChannel {
+  private readonly models = new Map<ModelKey, LoadedModel>();
+
+  constructor(
+    private readonly backends: BackendRegistry,
+    private readonly services: WorkerServices,
+    private readonly log: WorkerLog,
+  ) {}
+
+  async autoComplete(backend: string, ctx: AutoCompleteContext): Promise<ModelConfig> {
+    const b = this.backends.get(backend);
+    return b.autoComplete ? b.autoComplete(ctx) : ctx.config;
+  }
+
+  async load(spec: WorkerLoadSpec): Promise<number> {
+    const { config } = spec;
+    const backend = this.backends.get(backendOf(config));
+    const { active, passive } = instanceSpecs(config);
+    const instances: ModelInstance[] = [];
+    const modelLog: WorkerLog = (level, message) => this.log(level, `[${config.name}:${spec.version}] ${message}`);
+    try {
+      for (const instance of [...active, ...passive]) {
+        instances.push(
+          await backend.loadInstance({
+            config,
+            modelDir: spec.modelDir,
+            versionDir: spec.versionDir,
+            version: spec.version,
+            instance,
+            infer: this.services.infer,
+            log: modelLog,
+          }),
+        );
+      }
+    } catch (e) {
+      await Promise.allSettled(instances.map((i) => i.unload()));
+      throw toInferenceError(e);
+    }
+    this.models.set(spec.key, { instances, config });
+    return active.length;
+  }
+
+  async execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
+    const model = this.models.get(key);
+    const target = model?.instances[instance];
+    if (!model || !target) {
+      const err = InferenceError.unavailable(`model instance ${instance} of '${key}' is not loaded`);
+      for (const item of items) item.sink.fail(err);
+      return;
+    }
+    const batched = (model.config.max_batch_size ?? 0) > 0;
+    let batchSize = 0;
+    for (const item of items) batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
+    const t0 = process.hrtime.bigint();
+    try {
+      await target.execute(items);
+    } catch (e) {
+      const err = toInferenceError(e);
+      for (const item of items) item.sink.fail(err);
+    }
+    const computeNs = Number(process.hrtime.bigint() - t0);
+    this.services.onBatch({ key, batchSize, requestCount: items.length, computeNs });
+  }
+
+  async unload(key: ModelKey): Promise<void> {
+    const model = this.models.get(key);
+    if (!model) return;
+    this.models.delete(key);
+    await Promise.allSettled(model.instances.map((i) => i.unload()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.models.keys()].map((k) => this.unload(k)));
+  }
+}

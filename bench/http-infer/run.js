@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+'use strict';
+// bench/http-infer: the same load against Nereid and against a minimal node:http + onnxruntime-node
+// server, in one run. Prints throughput, p50/p99 and the ratio. Then a binary-extension run with a
+// 1M-element FP32 tensor through an identity model, reporting GB/s of tensor payload in and out.
+// Usage: node bench/http-infer/run.js [seconds=10]   (needs `npm run build` first)
+const autocannon = require('autocannon');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { ROOT, startNereid, startScript, fmt } = require('../lib/util');
+
+const SECONDS = Number(process.argv[2] || 10);
+const CONNECTIONS = 16;
+
+function simpleBody() {
+  const a = Array.from({ length: 16 }, (_, i) => i);
+  return JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: a },
+      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: a },
+    ],
+  });
+}
+
+function load(url, body, headers = {}, connections = CONNECTIONS, duration = SECONDS) {
+  return new Promise((resolve, reject) => {
+    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, connections, duration },
+      (err, r) => (err ? reject(err) : resolve(r)));
+  });
+}
+
+function summary(name, r) {
+  const errors = r.errors + r.non2xx;
+  console.log(`${name.padEnd(10)} ${fmt(r.requests.average).padStart(7)} req/s   p50 ${fmt(r.latency.p50, 2)} ms   p99 ${fmt(r.latency.p99, 2)} ms   errors ${errors}`);
+  return r.requests.average;
+}
+
+async function main() {
+  console.log(`bench/http-infer: ${CONNECTIONS} connections, ${SECONDS}s per run, ${os.cpus().length} cpus, node ${process.version}`);
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-'));
+  fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
+  fs.cpSync(path.join(ROOT, 'test/fixtures/onnx/identity_fp32'), path.join(repo, 'identity_fp32'), { recursive: true });
+  const nereid = await startNereid(repo);
+  const baseline = await startScript(path.join(__dirname, 'baseline-server.js'), [path.join(ROOT, 'models/simple/1/model.onnx')]);
+  try {
+    const body = simpleBody();
+    const nUrl = `http://127.0.0.1:${nereid.http}/v2/models/simple/infer`;
+    const bUrl = `http://127.0.0.1:${baseline.port}/v2/models/simple/infer`;
+    await load(nUrl, body, {}, CONNECTIONS, 2);
+    await load(bUrl, body, {}, CONNECTIONS, 2);
+    console.log('\nsimple, JSON tensors');
+    const b = summary('baseline', await load(bUrl, body));
+    const n = summary('nereid', await load(nUrl, body));
+    console.log(`ratio nereid/baseline throughput: ${fmt(n / b, 2)}x (target >= 0.8x)`);
+
+    console.log('\nidentity_fp32, 1M-element FP32 tensor, binary in and out');
+    const elems = 1 << 20;
+    const data = Buffer.alloc(elems * 4);
+    new Float32Array(data.buffer, data.byteOffset, elems).fill(1.5);
+    const header = Buffer.from(JSON.stringify({
+      inputs: [{ name: 'INPUT0', shape: [1, elems], datatype: 'FP32', parameters: { binary_data_size: data.length } }],
+      parameters: { binary_data_output: true },
+    }));
+    const big = Buffer.concat([header, data]);
+    const r = await load(`http://127.0.0.1:${nereid.http}/v2/models/identity_fp32/infer`, big,
+      { 'inference-header-content-length': String(header.length), 'content-type': 'application/octet-stream' }, 4, Math.max(3, Math.floor(SECONDS / 2)));
+    const perSec = r.requests.average;
+    const gbps = (perSec * data.length * 2) / 1e9;
+    console.log(`nereid     ${fmt(perSec, 1)} req/s   p50 ${fmt(r.latency.p50, 2)} ms   p99 ${fmt(r.latency.p99, 2)} ms   errors ${r.errors + r.non2xx}`);
+    console.log(`tensor payload in+out: ${fmt(gbps, 2)} GB/s (target >= 1 GB/s)`);
+    console.log(`\nnereid ready in ${nereid.readyMs} ms`);
+  } finally {
+    await nereid.stop();
+    await baseline.stop();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,2 @@
+export * from './ensemble-backend';
+export * from './ensemble-instance';

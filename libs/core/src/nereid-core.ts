@@ -1,0 +1,355 @@
+import type { ModelConfig } from '@nereid/model-config';
+import {
+  InferenceError,
+  toInferenceError,
+  type ExecutionItem,
+  type InferenceRequest,
+  type InferenceResponse,
+  type ResponseSink,
+} from '@nereid/protocol';
+import { classify, fromConfigType, type Tensor } from '@nereid/tensor';
+import type { BatchReport, SchedulerChannel } from '@nereid/transport';
+import type {
+  InferenceCore,
+  LoadOptions,
+  LogSettings,
+  ModelMetadata,
+  ModelStatistics,
+  RepositoryIndexEntry,
+  ResponseObserver,
+  ServerMetadata,
+  TraceSettings,
+} from './core';
+import type { ModelRepositoryManager, VersionEntry, VersionRuntime } from './model-manager';
+import { validateRequest } from './request-validation';
+import { TraceSettingsStore } from './trace-settings';
+
+export const SERVER_VERSION = '2.52.0';
+
+export const EXTENSIONS = [
+  'classification',
+  'sequence',
+  'model_repository',
+  'model_repository(unload_dependents)',
+  'schedule_policy',
+  'model_configuration',
+  'system_shared_memory',
+  'cuda_shared_memory',
+  'binary_tensor_data',
+  'parameters',
+  'statistics',
+  'trace',
+  'logging',
+];
+
+export interface CoreOptions {
+  serverId: string;
+  controlMode: 'none' | 'explicit' | 'poll';
+  strictReadiness: boolean;
+  logSettings: LogSettings;
+}
+
+function now(): number {
+  return performance.now();
+}
+
+/** The embedded inference core: model lookup, request validation, scheduling, statistics. */
+export class NereidCore implements InferenceCore {
+  private live = true;
+  private ready = false;
+  private readonly traces = new TraceSettingsStore();
+
+  constructor(
+    private readonly options: CoreOptions,
+    private readonly manager: ModelRepositoryManager,
+    private readonly scheduler: SchedulerChannel,
+  ) {}
+
+  /** Server finished start-up (models loaded as the control mode asks). */
+  setReady(ready: boolean): void {
+    this.ready = ready;
+  }
+
+  setLive(live: boolean): void {
+    this.live = live;
+  }
+
+  serverMetadata(): ServerMetadata {
+    return { name: this.options.serverId, version: SERVER_VERSION, extensions: EXTENSIONS };
+  }
+
+  isLive(): boolean {
+    return this.live;
+  }
+
+  isReady(): boolean {
+    if (!this.live || !this.ready) return false;
+    if (!this.options.strictReadiness) return true;
+    for (const entry of this.manager.all()) {
+      if (entry.error) return false;
+      for (const v of entry.versions.values()) {
+        if (v.state !== 'READY' && v.reason !== 'unloaded') return false;
+      }
+    }
+    return true;
+  }
+
+  /** Finds the version a request addresses; throws Triton's errors for unknown/unready models. */
+  resolve(name: string, version: number): VersionRuntime {
+    const entry = this.manager.get(name);
+    if (!entry) throw InferenceError.invalidArg(`Request for unknown model: '${name}' is not found`);
+    if (version < 0) {
+      let best: VersionEntry | undefined;
+      for (const v of entry.versions.values()) {
+        if (v.state === 'READY' && v.runtime && (!best || v.version > best.version)) best = v;
+      }
+      if (!best?.runtime) throw InferenceError.notFound(`Request for unknown model: '${name}' has no available versions`);
+      return best.runtime;
+    }
+    const v = entry.versions.get(version);
+    if (!v) throw InferenceError.notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+    if (v.state !== 'READY' || !v.runtime) {
+      throw InferenceError.unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state`);
+    }
+    return v.runtime;
+  }
+
+  isModelReady(name: string, version: number): boolean {
+    try {
+      this.resolve(name, version);
+      return true;
+    } catch (e) {
+      if (e instanceof InferenceError && e.code === 'INVALID_ARG') throw e;
+      return false;
+    }
+  }
+
+  modelMetadata(name: string, version: number): ModelMetadata {
+    const rt = this.resolve(name, version);
+    const entry = this.manager.get(name)!;
+    const versions =
+      version >= 0
+        ? [String(version)]
+        : [...entry.versions.values()]
+            .filter((v) => v.state === 'READY')
+            .map((v) => v.version)
+            .sort((a, b) => a - b)
+            .map(String);
+    const cfg = rt.config;
+    const batched = (cfg.max_batch_size ?? 0) > 0;
+    const tensor = (t: { name?: string; data_type?: string; dims?: number[] }) => ({
+      name: t.name ?? '',
+      datatype: fromConfigType(t.data_type ?? '') ?? t.data_type ?? '',
+      shape: batched ? [-1, ...(t.dims ?? [])] : [...(t.dims ?? [])],
+    });
+    return {
+      name,
+      versions,
+      platform: cfg.platform || cfg.backend || '',
+      inputs: (cfg.input ?? []).map(tensor),
+      outputs: (cfg.output ?? []).map(tensor),
+    };
+  }
+
+  modelConfig(name: string, version: number): ModelConfig {
+    return this.resolve(name, version).config;
+  }
+
+  isDecoupled(name: string, version: number): boolean {
+    return this.resolve(name, version).config.model_transaction_policy?.decoupled === true;
+  }
+
+  infer(request: InferenceRequest, observer: ResponseObserver): void {
+    let rt: VersionRuntime;
+    try {
+      rt = this.resolve(request.modelName, request.modelVersion);
+      validateRequest(request, rt.config, rt.io);
+    } catch (e) {
+      observer.onError(toInferenceError(e));
+      return;
+    }
+    const item: ExecutionItem = { request, sink: undefined as unknown as ResponseSink, enqueuedAt: now() };
+    item.sink = this.sinkFor(rt, item, observer);
+    this.scheduler.enqueue(rt.key, item);
+  }
+
+  private sinkFor(rt: VersionRuntime, item: ExecutionItem, observer: ResponseObserver): ResponseSink {
+    let done = false;
+    const { request } = item;
+    return {
+      send: (response, final) => {
+        if (done) return;
+        let out = response;
+        if (out) {
+          try {
+            out = this.shapeResponse(rt, request, out);
+          } catch (e) {
+            done = true;
+            rt.stats.recordFailure((now() - item.enqueuedAt!) * 1e6, 'BACKEND');
+            observer.onError(toInferenceError(e));
+            return;
+          }
+        }
+        if (final) {
+          done = true;
+          const end = now();
+          const started = item.startedAt ?? end;
+          rt.stats.recordSuccess((end - item.enqueuedAt!) * 1e6, (started - item.enqueuedAt!) * 1e6);
+        }
+        observer.onResponse(out, final);
+      },
+      fail: (error) => {
+        if (done) return;
+        done = true;
+        const reason = error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
+        rt.stats.recordFailure((now() - item.enqueuedAt!) * 1e6, reason);
+        observer.onError(error);
+      },
+    };
+  }
+
+  /** Requested outputs only, in request order; classification applied; id/name/version set. */
+  private shapeResponse(rt: VersionRuntime, request: InferenceRequest, response: InferenceResponse): InferenceResponse {
+    const base: InferenceResponse = {
+      ...response,
+      id: request.id,
+      modelName: request.modelName,
+      modelVersion: String(rt.stats.version),
+    };
+    if (!request.outputs) return base;
+    const byName = new Map<string, Tensor>();
+    for (const t of response.outputs) byName.set(t.name, t);
+    const outputs: Tensor[] = [];
+    const batched = (rt.config.max_batch_size ?? 0) > 0;
+    for (const o of request.outputs) {
+      const t = byName.get(o.name);
+      if (!t) continue;
+      outputs.push(o.classification ? classify(t, o.classification, batched, rt.labels.get(o.name)) : t);
+    }
+    return { ...base, outputs };
+  }
+
+  inferOne(request: InferenceRequest): Promise<InferenceResponse> {
+    return new Promise((resolve, reject) => {
+      let last: InferenceResponse | undefined;
+      this.infer(request, {
+        onResponse: (r, final) => {
+          if (r) last = r;
+          if (final) {
+            if (last) resolve(last);
+            else reject(InferenceError.internal(`model '${request.modelName}' sent no response`));
+          }
+        },
+        onError: reject,
+      });
+    });
+  }
+
+  /** Collects every response (BLS, ensembles, tests). */
+  inferAll(request: InferenceRequest, onResponse?: (r: InferenceResponse) => void): Promise<InferenceResponse[]> {
+    return new Promise((resolve, reject) => {
+      const all: InferenceResponse[] = [];
+      this.infer(request, {
+        onResponse: (r, final) => {
+          if (r) {
+            all.push(r);
+            onResponse?.(r);
+          }
+          if (final) resolve(all);
+        },
+        onError: reject,
+      });
+    });
+  }
+
+  /** Statistics from the worker for one executed batch. */
+  onBatch(report: BatchReport): void {
+    for (const entry of this.manager.all()) {
+      for (const v of entry.versions.values()) {
+        if (v.runtime?.key === report.key) {
+          v.runtime.stats.recordBatch(report.batchSize, report.requestCount, report.computeNs);
+          return;
+        }
+      }
+    }
+  }
+
+  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
+    return this.manager.index(readyOnly);
+  }
+
+  private checkControlMode(): void {
+    if (this.options.controlMode !== 'explicit') {
+      throw InferenceError.unavailable('explicit model load / unload is not allowed if polling is enabled');
+    }
+  }
+
+  async loadModel(name: string, options?: LoadOptions): Promise<void> {
+    this.checkControlMode();
+    await this.manager.load(name, options);
+  }
+
+  async unloadModel(name: string, unloadDependents: boolean): Promise<void> {
+    this.checkControlMode();
+    const entry = this.manager.get(name);
+    await this.manager.unload(name);
+    if (unloadDependents) {
+      for (const dep of entry?.dependents ?? []) await this.manager.unload(dep);
+    }
+  }
+
+  statistics(name: string, version: number): ModelStatistics[] {
+    if (!name) {
+      const out: ModelStatistics[] = [];
+      for (const entry of this.manager.all()) {
+        for (const v of [...entry.versions.values()].sort((a, b) => a.version - b.version)) {
+          if (v.state === 'READY' && v.runtime) out.push(v.runtime.stats.snapshot());
+        }
+      }
+      return out.sort((a, b) => a.name.localeCompare(b.name));
+    }
+    const entry = this.manager.get(name);
+    const ready = entry ? [...entry.versions.values()].filter((v) => v.state === 'READY' && v.runtime) : [];
+    if (ready.length === 0) throw InferenceError.invalidArg(`requested model '${name}' is not available`);
+    if (version >= 0) {
+      const v = ready.find((r) => r.version === version);
+      if (!v) throw InferenceError.invalidArg(`requested model version is not available for model '${name}'`);
+      return [v.runtime!.stats.snapshot()];
+    }
+    return ready.sort((a, b) => a.version - b.version).map((v) => v.runtime!.stats.snapshot());
+  }
+
+  logSettings(update?: Partial<LogSettings>): LogSettings {
+    const s = this.options.logSettings;
+    if (update) {
+      if (update.log_file !== undefined && update.log_file !== null) {
+        throw InferenceError.unsupported('log file location can not be updated through network protocol');
+      }
+      if (update.log_format !== undefined && update.log_format !== null) {
+        if (update.log_format !== 'default' && update.log_format !== 'ISO8601') {
+          throw InferenceError.unavailable(`invalid argument for --log_format, got: ${String(update.log_format)}`);
+        }
+        s.log_format = update.log_format;
+      }
+      for (const k of ['log_info', 'log_warning', 'log_error'] as const) {
+        const v = update[k];
+        if (v === undefined || v === null) continue;
+        if (typeof v !== 'boolean') throw InferenceError.invalidArg(`expect boolean for '${k}'`);
+        s[k] = v;
+      }
+      const lv = update.log_verbose_level;
+      if (lv !== undefined && lv !== null) {
+        if (typeof lv !== 'number' || !Number.isInteger(lv) || lv < 0) {
+          throw InferenceError.invalidArg(`expect unsigned integer for 'log_verbose_level'`);
+        }
+        s.log_verbose_level = lv;
+      }
+    }
+    return { ...s };
+  }
+
+  traceSettings(model: string, update?: Record<string, unknown>): TraceSettings {
+    if (model) this.resolve(model, -1);
+    return this.traces.apply(model, update);
+  }
+}

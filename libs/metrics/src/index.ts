@@ -1,0 +1,2 @@
+export * from './metrics-server';
+export * from './prometheus';

@@ -1,0 +1,100 @@
+import { InferenceError } from './errors';
+import type { InferenceRequest, ParameterValue, Parameters } from './request';
+
+/** Request parameter keys with a meaning of their own (not passed to the model as custom parameters). */
+export const RESERVED_PARAMETERS = new Set([
+  'sequence_id',
+  'sequence_start',
+  'sequence_end',
+  'priority',
+  'timeout',
+  'headers',
+  'binary_data_output',
+]);
+
+function asBool(key: string, v: ParameterValue): boolean {
+  if (typeof v !== 'boolean') throw InferenceError.invalidArg(`parameter '${key}' must be a boolean`);
+  return v;
+}
+
+function asUint(key: string, v: ParameterValue): number {
+  const n = typeof v === 'bigint' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+    throw InferenceError.invalidArg(`parameter '${key}' must be an unsigned integer`);
+  }
+  return n;
+}
+
+function asCorrelationId(v: ParameterValue): bigint | string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'bigint') {
+    if (v < 0n) throw InferenceError.invalidArg(`parameter 'sequence_id' must be an unsigned integer or a string`);
+    return v;
+  }
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return BigInt(v);
+  throw InferenceError.invalidArg(`parameter 'sequence_id' must be an unsigned integer or a string`);
+}
+
+/**
+ * Splits wire request parameters into the request's own fields (sequence, priority, timeout) and
+ * the custom parameters passed to the model. Both front doors call this, so both behave alike.
+ * Keys starting with `triton_` are rejected as Triton does.
+ */
+export function applyRequestParameters(
+  request: InferenceRequest,
+  params: Record<string, ParameterValue> | undefined,
+): { binaryDataOutput: boolean } {
+  let binaryDataOutput = false;
+  if (!params) return { binaryDataOutput };
+  const custom: Parameters = {};
+  for (const key of Object.keys(params)) {
+    const v = params[key];
+    if (key.startsWith('triton_')) {
+      throw InferenceError.invalidArg(
+        `parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`,
+      );
+    }
+    switch (key) {
+      case 'sequence_id':
+        request.sequenceId = asCorrelationId(v);
+        break;
+      case 'sequence_start':
+        request.sequenceStart = asBool(key, v);
+        break;
+      case 'sequence_end':
+        request.sequenceEnd = asBool(key, v);
+        break;
+      case 'priority':
+        request.priority = asUint(key, v);
+        break;
+      case 'timeout':
+        request.timeoutUs = asUint(key, v);
+        break;
+      case 'binary_data_output':
+        binaryDataOutput = asBool(key, v);
+        break;
+      case 'headers':
+        break;
+      default:
+        custom[key] = v;
+    }
+  }
+  request.parameters = custom;
+  return { binaryDataOutput };
+}
+
+/** A fresh request with every optional field at its default. */
+export function newInferenceRequest(modelName: string, modelVersion: number): InferenceRequest {
+  return {
+    id: '',
+    modelName,
+    modelVersion,
+    inputs: [],
+    parameters: {},
+    sequenceId: 0n,
+    sequenceStart: false,
+    sequenceEnd: false,
+    priority: 0,
+    timeoutUs: 0,
+  };
+}

@@ -1,0 +1,2 @@
+export * from './local-repository';
+export * from './versions';
