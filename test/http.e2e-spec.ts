@@ -1,4 +1,4 @@
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { getJson, makeRepository, postJson, startTestServer } from './helpers/server';
 
@@ -34,6 +34,7 @@ describe('HTTP front door (embedded, simple + broken model)', () => {
   beforeAll(async () => {
     repo = makeRepository({ simple: 'models/simple' });
     mkdirSync(path.join(repo, 'broken', '1'), { recursive: true });
+    copyFileSync(path.join(repo, 'simple', '1', 'model.onnx'), path.join(repo, 'broken', '1', 'model.onnx'));
     writeFileSync(path.join(repo, 'broken', 'config.pbtxt'), 'name: "broken"\nplatform: "onnxruntime_onnx"\nmax_batch_size: -1\n');
     server = await startTestServer({ modelRepositories: [repo], httpMaxInputSize: 1024 * 1024 });
   });

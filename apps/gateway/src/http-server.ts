@@ -1,11 +1,10 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { InferenceCore } from '@nereid/core';
 import { GatewayModule } from './gateway.module';
-import { HttpErrorFilter } from './http/http-error.filter';
-import { isWrongMethod } from './http/routes';
+import { describe, HttpErrorFilter } from './http/http-error.filter';
 import type { GatewayOptions } from './tokens';
 
 export interface HttpServerOptions extends GatewayOptions {
@@ -32,17 +31,16 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.register(core, options), adapter, {
     logger: false,
     abortOnError: false,
+    bodyParser: false,
   });
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
   rawBodies(fastify, options.maxInputSize);
   app.useGlobalFilters(new HttpErrorFilter());
   await app.init();
-  fastify.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
-    const wrong = isWrongMethod(req.method, req.url);
-    void reply
-      .status(wrong ? 405 : 404)
-      .header('content-type', 'application/json')
-      .send(JSON.stringify({ error: wrong ? 'Method Not Allowed' : 'Not Found' }));
+  // Errors raised before a route handler runs (body too large, aborted uploads) get Triton's JSON too.
+  fastify.setErrorHandler((error, _req, reply) => {
+    const { status, message } = describe(error);
+    void reply.status(status).header('content-type', 'application/json').send(JSON.stringify({ error: message }));
   });
   await app.listen(options.port, options.host);
   const address = fastify.server.address();

@@ -23,3 +23,11 @@ describe('typed helpers', () => {
     expect(bytesView(aligned)).toEqual(new Uint8Array([0, 0, 0x80, 0x3f]));
   });
 });
+
+describe('viewAs with Node Buffers', () => {
+  it('copies unaligned Buffer bytes instead of viewing the pool', () => {
+    const pool = Buffer.concat([Buffer.from('abc'), Buffer.from(Int32Array.from([7, 8, 9]).buffer)]);
+    const data = viewAs('INT32', pool.subarray(3, 15));
+    expect(Array.from(data as Int32Array)).toEqual([7, 8, 9]);
+  });
+});

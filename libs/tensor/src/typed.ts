@@ -54,7 +54,9 @@ export function viewAs(datatype: NumericDataType, bytes: Uint8Array): NumericTen
   const size = ctor.BYTES_PER_ELEMENT;
   const count = bytes.byteLength / size;
   if (bytes.byteOffset % size === 0) return new ctor(bytes.buffer, bytes.byteOffset, count);
-  const copy = bytes.slice();
+  // Not bytes.slice(): on a Node Buffer slice() is a view of the same memory, not a copy.
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
   return new ctor(copy.buffer, 0, count);
 }
 

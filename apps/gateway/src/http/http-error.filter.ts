@@ -1,13 +1,22 @@
 import { ArgumentsHost, Catch, HttpException, type ExceptionFilter } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { httpStatusOf, InferenceError } from '@nereid/protocol';
+import { isWrongMethod } from './routes';
 
 /** Turns any error into Triton's `{"error": "..."}` body with Triton's status. */
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const { status, message } = describe(exception);
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
+    let { status, message } = describe(exception);
+    if (status === 404 && exception instanceof HttpException) {
+      const req = http.getRequest<FastifyRequest>();
+      if (isWrongMethod(req.method, req.url)) {
+        status = 405;
+        message = 'Method Not Allowed';
+      }
+    }
     void reply.status(status).header('content-type', 'application/json').send(JSON.stringify({ error: message }));
   }
 }
@@ -22,7 +31,7 @@ export function describe(exception: unknown): { status: number; message: string 
   }
   const e = exception as { code?: string; statusCode?: number; message?: string };
   if (e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return { status: 400, message: `Request body size exceeds the maximum allowed value. Use --http-max-input-size to increase the limit.` };
+    return { status: 400, message: 'Request body size exceeds the maximum allowed value. Use --http-max-input-size to increase the limit.' };
   }
   if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
     return { status: 400, message: e.message ?? 'invalid request body' };

@@ -1,0 +1,124 @@
+import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import type { InferenceCore } from '@nereid/core';
+import { healthHandlers } from './health-handlers';
+import { inferHandlers } from './infer-handlers';
+import { metadataHandlers } from './metadata-handlers';
+import { loadServices } from './proto-loader';
+import { repositoryHandlers } from './repository-handlers';
+import { settingsHandlers } from './settings-handlers';
+import { sharedMemoryHandlers } from './shared-memory-handlers';
+
+/** Triton's default send/receive limit: INT32_MAX bytes (grpc-js's own default would be 4 MiB). */
+export const DEFAULT_MAX_MESSAGE_SIZE = 2147483647;
+
+/** How long close() waits for in-flight calls before cutting connections. */
+export const SHUTDOWN_GRACE_MS = 5000;
+
+/**
+ * Keepalive / HTTP2 ping settings, named and defaulted like Triton's `--grpc-keepalive-*` flags.
+ * grpc-js 1.14 servers act on `timeMs` and `timeoutMs`; the ping-policing options are passed as the
+ * standard channel args (`grpc.keepalive_permit_without_calls`, `grpc.http2.*`) for parity and are
+ * honoured by transports that implement them.
+ */
+export interface GrpcKeepaliveOptions {
+  /** Ping interval on idle connections. Default 7200000 (2 h). */
+  timeMs?: number;
+  /** Time to wait for a ping ack before closing. Default 20000. */
+  timeoutMs?: number;
+  /** Allow keepalive pings with no call in flight. Default false. */
+  permitWithoutCalls?: boolean;
+  /** Pings allowed without data before throttling. Default 2. */
+  maxPingsWithoutData?: number;
+  /** Minimum interval between client pings without data. Default 300000. */
+  minRecvPingIntervalWithoutDataMs?: number;
+  /** Bad pings tolerated before the connection is closed. Default 2. */
+  maxPingStrikes?: number;
+}
+
+export interface GrpcServerOptions {
+  /** Bind address, e.g. `0.0.0.0` (Triton's `--grpc-address`). */
+  host: string;
+  /** Port; 0 picks a free one (the bound port is returned). Triton's default is 8001. */
+  port: number;
+  /** Max message size in bytes, both directions. Default INT32_MAX (2147483647) like Triton. */
+  maxMessageSize?: number;
+  keepalive?: GrpcKeepaliveOptions;
+  /** Close connections older than this (`--grpc-max-connection-age`). Default: never. */
+  maxConnectionAgeMs?: number;
+  /** Grace period after the max age (`--grpc-max-connection-age-grace`). Default: unlimited. */
+  maxConnectionAgeGraceMs?: number;
+  /** Folder holding grpc_service.proto, model_config.proto and health.proto. Default: repo `proto/`. */
+  protoDir?: string;
+}
+
+export interface GrpcServerHandle {
+  port: number;
+  /** Stops accepting calls, lets in-flight ones finish (up to SHUTDOWN_GRACE_MS), then closes. */
+  close(): Promise<void>;
+}
+
+/** GrpcServerOptions → grpc-js channel options. */
+export function channelOptionsOf(options: GrpcServerOptions): ChannelOptions {
+  const ka = options.keepalive ?? {};
+  const max = options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE;
+  const out: ChannelOptions = {
+    'grpc.max_receive_message_length': max,
+    'grpc.max_send_message_length': max,
+    'grpc.keepalive_time_ms': ka.timeMs ?? 7200000,
+    'grpc.keepalive_timeout_ms': ka.timeoutMs ?? 20000,
+    'grpc.keepalive_permit_without_calls': (ka.permitWithoutCalls ?? false) ? 1 : 0,
+    'grpc.http2.max_pings_without_data': ka.maxPingsWithoutData ?? 2,
+    'grpc.http2.min_recv_ping_interval_without_data_ms': ka.minRecvPingIntervalWithoutDataMs ?? 300000,
+    'grpc.http2.max_ping_strikes': ka.maxPingStrikes ?? 2,
+  };
+  if (options.maxConnectionAgeMs) out['grpc.max_connection_age_ms'] = options.maxConnectionAgeMs;
+  if (options.maxConnectionAgeGraceMs) out['grpc.max_connection_age_grace_ms'] = options.maxConnectionAgeGraceMs;
+  return out;
+}
+
+function bind(server: Server, address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+  });
+}
+
+function shutdown(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, SHUTDOWN_GRACE_MS);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function formatAddress(host: string, port: number): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
+ * Starts Triton's gRPC front door (`inference.GRPCInferenceService` + `grpc.health.v1.Health`) on
+ * grpc-js directly: every handler converts wire messages and delegates to the core. (Nest's gRPC
+ * microservice routes calls through RxJS, which costs throughput on ModelInfer for no gain here.)
+ */
+export async function startGrpcServer(core: InferenceCore, options: GrpcServerOptions): Promise<GrpcServerHandle> {
+  const services = loadServices(options.protoDir);
+  const server = new Server(channelOptionsOf(options));
+  server.addService(services.inference, {
+    ...metadataHandlers(core),
+    ...inferHandlers(core),
+    ...repositoryHandlers(core),
+    ...settingsHandlers(core),
+    ...sharedMemoryHandlers(),
+  });
+  server.addService(services.health, healthHandlers(core));
+  const port = await bind(server, formatAddress(options.host, options.port));
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    close: () => (closing ??= shutdown(server)),
+  };
+}

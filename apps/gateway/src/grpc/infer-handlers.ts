@@ -1,0 +1,46 @@
+import type { handleUnaryCall, sendUnaryData, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { InferenceCore } from '@nereid/core';
+import { InferenceError } from '@nereid/protocol';
+import { toServiceError } from './grpc-status';
+import { decodeInferRequest } from './infer-request';
+import { encodeInferResponse } from './infer-response';
+import { handleStreamInfer } from './stream-infer';
+import type { WireModelInferRequest, WireModelInferResponse } from './wire-types';
+
+export const DECOUPLED_UNARY_MESSAGE = "ModelInfer RPC doesn't support models with decoupled transaction policy";
+
+/**
+ * Unary ModelInfer: decode, reject decoupled models (they need the stream), run through the core,
+ * encode. A client cancel aborts the request's signal.
+ */
+export function modelInfer(core: InferenceCore): handleUnaryCall<WireModelInferRequest, WireModelInferResponse> {
+  return (
+    call: ServerUnaryCall<WireModelInferRequest, WireModelInferResponse>,
+    callback: sendUnaryData<WireModelInferResponse>,
+  ) => {
+    const controller = new AbortController();
+    call.once('cancelled', () => controller.abort());
+    let promise;
+    try {
+      const { request } = decodeInferRequest(call.request, controller.signal);
+      if (core.isDecoupled(request.modelName, request.modelVersion)) {
+        throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);
+      }
+      promise = core.inferOne(request);
+    } catch (e) {
+      callback(toServiceError(e));
+      return;
+    }
+    promise.then(
+      (response) => callback(null, encodeInferResponse(response)),
+      (e: unknown) => callback(toServiceError(e)),
+    );
+  };
+}
+
+export function inferHandlers(core: InferenceCore): UntypedServiceImplementation {
+  return {
+    ModelInfer: modelInfer(core),
+    ModelStreamInfer: handleStreamInfer(core),
+  };
+}

@@ -1,0 +1,35 @@
+import type { InferenceResponse } from '@nereid/protocol';
+import { tensorDataToBytes } from '@nereid/tensor';
+import { encodeParameters } from './infer-parameters';
+import type { WireInferOutputTensor, WireModelInferResponse, WireParameters } from './wire-types';
+
+/**
+ * InferenceResponse → ModelInferResponse. Like Triton, every output's data goes in
+ * `raw_output_contents` (same order as `outputs`; BYTES with 4-byte LE length prefixes); typed
+ * `contents` are never filled. Buffers are passed as views, not copied.
+ */
+export function encodeInferResponse(response: InferenceResponse, extra?: WireParameters): WireModelInferResponse {
+  const n = response.outputs.length;
+  const outputs = new Array<WireInferOutputTensor>(n);
+  const raw = new Array<Uint8Array>(n);
+  for (let i = 0; i < n; i++) {
+    const t = response.outputs[i];
+    outputs[i] = { name: t.name, datatype: t.datatype, shape: t.shape };
+    raw[i] = tensorDataToBytes(t);
+  }
+  const msg: WireModelInferResponse = {
+    model_name: response.modelName,
+    model_version: response.modelVersion,
+    id: response.id,
+    outputs,
+    raw_output_contents: raw,
+  };
+  const parameters = mergeParameters(encodeParameters(response.parameters), extra);
+  if (parameters) msg.parameters = parameters;
+  return msg;
+}
+
+function mergeParameters(a: WireParameters | undefined, b: WireParameters | undefined): WireParameters | undefined {
+  if (!b) return a;
+  return a ? { ...a, ...b } : b;
+}

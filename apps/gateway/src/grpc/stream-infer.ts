@@ -1,0 +1,141 @@
+import type { handleBidiStreamingCall, ServerDuplexStream } from '@grpc/grpc-js';
+import type { InferenceCore, ResponseObserver } from '@nereid/core';
+import { toInferenceError, type InferenceError, type InferenceResponse } from '@nereid/protocol';
+import { toServiceError } from './grpc-status';
+import { decodeInferRequest, type DecodedInferRequest } from './infer-request';
+import { encodeInferResponse } from './infer-response';
+import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameters } from './wire-types';
+
+type Call = ServerDuplexStream<WireModelInferRequest, WireModelStreamInferResponse>;
+
+const FINAL: WireParameters = { triton_final_response: { bool_param: true } };
+const NOT_FINAL: WireParameters = { triton_final_response: { bool_param: false } };
+
+/**
+ * Metadata `triton_grpc_error: true` when the stream opens: the first error ends the stream with its
+ * gRPC status instead of travelling in `error_message`.
+ */
+function wantsGrpcErrors(call: Call): boolean {
+  const v = call.metadata.get('triton_grpc_error')[0];
+  return typeof v === 'string' && v.toLowerCase() === 'true';
+}
+
+/**
+ * One ModelStreamInfer stream. Requests run concurrently; responses are written as they complete
+ * (clients match them by `id`); every response carries `triton_final_response`. Errors travel in
+ * `error_message` and the stream stays open. The client half-closing ends the stream once every
+ * pending request has finished; a cancel or disconnect aborts the pending requests' signal.
+ */
+class InferStream {
+  private readonly controller = new AbortController();
+  private readonly grpcErrors: boolean;
+  private pending = 0;
+  private inputEnded = false;
+  private closed = false;
+
+  constructor(
+    private readonly core: InferenceCore,
+    private readonly call: Call,
+  ) {
+    this.grpcErrors = wantsGrpcErrors(call);
+  }
+
+  start(): void {
+    this.call.on('data', (msg: WireModelInferRequest) => this.onRequest(msg));
+    this.call.on('end', () => {
+      this.inputEnded = true;
+      this.finishIfDone();
+    });
+    this.call.on('cancelled', () => this.abort());
+    this.call.on('error', () => this.abort());
+  }
+
+  private abort(): void {
+    this.closed = true;
+    this.controller.abort();
+  }
+
+  private onRequest(msg: WireModelInferRequest): void {
+    if (this.closed) return;
+    let decoded: DecodedInferRequest;
+    try {
+      decoded = decodeInferRequest(msg, this.controller.signal);
+    } catch (e) {
+      // Rejected before execution: the response names only the request id.
+      this.sendError(toInferenceError(e), { id: msg.id });
+      return;
+    }
+    this.pending++;
+    try {
+      this.core.infer(decoded.request, this.observer(msg, decoded));
+    } catch (e) {
+      this.pending--;
+      this.sendError(toInferenceError(e), { id: msg.id });
+      this.finishIfDone();
+    }
+  }
+
+  private observer(msg: WireModelInferRequest, decoded: DecodedInferRequest): ResponseObserver {
+    let done = false;
+    let lastVersion = msg.model_version;
+    const complete = (): void => {
+      if (done) return;
+      done = true;
+      this.pending--;
+      this.finishIfDone();
+    };
+    return {
+      onResponse: (response: InferenceResponse | undefined, final: boolean) => {
+        if (done) return;
+        if (response) {
+          lastVersion = response.modelVersion;
+          this.write({ error_message: '', infer_response: encodeInferResponse(response, final ? FINAL : NOT_FINAL) });
+        } else if (final && decoded.enableEmptyFinalResponse) {
+          this.write({
+            error_message: '',
+            infer_response: { id: msg.id, model_name: msg.model_name, model_version: lastVersion, parameters: FINAL },
+          });
+        }
+        if (final) complete();
+      },
+      onError: (error: InferenceError) => {
+        if (done) return;
+        // Failed during execution: id, model name and version as sent, and the final flag.
+        this.sendError(error, {
+          id: msg.id,
+          model_name: msg.model_name,
+          model_version: msg.model_version,
+          parameters: FINAL,
+        });
+        complete();
+      },
+    };
+  }
+
+  private sendError(error: InferenceError, inferResponse: WireModelStreamInferResponse['infer_response']): void {
+    if (this.closed) return;
+    if (this.grpcErrors) {
+      this.abort();
+      this.call.emit('error', toServiceError(error));
+      return;
+    }
+    this.write({ error_message: error.message, infer_response: inferResponse });
+  }
+
+  private write(msg: WireModelStreamInferResponse): void {
+    if (!this.closed) this.call.write(msg);
+  }
+
+  private finishIfDone(): void {
+    if (this.inputEnded && this.pending === 0 && !this.closed) {
+      this.closed = true;
+      this.call.end();
+    }
+  }
+}
+
+export function handleStreamInfer(
+  core: InferenceCore,
+): handleBidiStreamingCall<WireModelInferRequest, WireModelStreamInferResponse> {
+  return (call) => new InferStream(core, call).start();
+}

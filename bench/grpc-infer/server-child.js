@@ -1,0 +1,35 @@
+'use strict';
+// Child process hosting one server under test; reports its gRPC port to the parent over IPC.
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '../..');
+
+async function start(mode) {
+  if (mode === 'baseline') return require('./baseline-server').startBaseline('127.0.0.1', 0);
+  require('./ts-register');
+  const { startNereid } = require(path.join(root, 'apps/nereid/src/serve.ts'));
+  const nereid = await startNereid({
+    modelRepositories: [path.join(root, 'models')],
+    modelControlMode: 'explicit',
+    loadModels: ['simple'],
+    allowHttp: false,
+    allowMetrics: false,
+    grpcAddress: '127.0.0.1',
+    grpcPort: 0,
+    logInfo: false,
+  });
+  return { port: nereid.grpcPort, close: () => nereid.close() };
+}
+
+start(process.argv[2]).then(
+  (server) => {
+    process.send({ port: server.port });
+    process.on('message', (m) => {
+      if (m === 'stop') server.close().finally(() => process.exit(0));
+    });
+  },
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

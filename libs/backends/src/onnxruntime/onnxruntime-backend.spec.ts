@@ -1,0 +1,148 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import type { ModelConfig } from '@nereid/model-config';
+import { InferenceError } from '@nereid/protocol';
+import { OnnxRuntimeBackend } from './onnxruntime-backend';
+import { FIXTURES, MODELS, fp32, loadContext, outputOf, probe, request } from './onnxruntime.testing';
+
+const backend = new OnnxRuntimeBackend();
+const addDir = path.join(FIXTURES, 'autocomplete_add');
+
+const autoCtx = (config: ModelConfig, dir = addDir) => ({
+  config,
+  modelDir: dir,
+  versionDir: path.join(dir, '1'),
+  defaultMaxBatchSize: 4,
+});
+
+describe('OnnxRuntimeBackend', () => {
+  let tmp: string;
+  beforeAll(() => {
+    tmp = mkdtempSync(path.join(tmpdir(), 'nereid-ort-'));
+  });
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('declares its name, default file and Triton\'s default CPU instance count', () => {
+    expect(backend).toMatchObject({ name: 'onnxruntime', defaultModelFilename: 'model.onnx', defaultCpuInstanceCount: 2 });
+  });
+
+  it('auto-completes a config-less model from its file, then serves it', async () => {
+    const config = await backend.autoComplete(autoCtx({ name: 'autocomplete_add', backend: 'onnxruntime' }));
+    expect(config).toEqual({
+      name: 'autocomplete_add',
+      backend: 'onnxruntime',
+      max_batch_size: 4,
+      dynamic_batching: {},
+      input: [
+        { name: 'A', data_type: 'TYPE_FP32', dims: [4] },
+        { name: 'B', data_type: 'TYPE_FP32', dims: [4] },
+      ],
+      output: [
+        { name: 'SUM', data_type: 'TYPE_FP32', dims: [4] },
+        { name: 'DIFF', data_type: 'TYPE_FP32', dims: [4] },
+      ],
+    });
+    const instance = await backend.loadInstance(loadContext(addDir, config));
+    try {
+      const p = probe(request('autocomplete_add', [fp32('A', [1, 4], [1, 2, 3, 4]), fp32('B', [1, 4], [4, 3, 2, 1])]));
+      await instance.execute([p.item]);
+      expect(Array.from(outputOf(await p.result, 'SUM').data as Float32Array)).toEqual([5, 5, 5, 5]);
+      expect(Array.from(outputOf(await p.result, 'DIFF').data as Float32Array)).toEqual([-3, -1, 1, 3]);
+    } finally {
+      await instance.unload();
+    }
+  });
+
+  it('fills only the missing outputs of a partial config', async () => {
+    const input = [{ name: 'A', data_type: 'TYPE_FP32', dims: [4] }, { name: 'B', data_type: 'TYPE_FP32', dims: [4] }];
+    const config = await backend.autoComplete(autoCtx({ name: 'autocomplete_add', max_batch_size: 2, input }));
+    expect(config.input).toEqual(input);
+    expect(config.max_batch_size).toBe(2);
+    expect(config.output?.map((o) => o.name)).toEqual(['SUM', 'DIFF']);
+  });
+
+  it('reports a model file it cannot find or parse', async () => {
+    await expect(backend.autoComplete(autoCtx({ name: 'nothing' }, path.join(tmp, 'absent')))).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      message: expect.stringContaining("unable to find '"),
+    });
+    const dir = corruptModel(tmp, 'corrupt_auto');
+    await expect(backend.autoComplete(autoCtx({ name: 'corrupt_auto' }, dir))).rejects.toMatchObject({
+      code: 'INVALID_ARG',
+      message: expect.stringContaining("unable to auto-complete model 'corrupt_auto'"),
+    });
+  });
+
+  it('fails to load a corrupt model file with ORT\'s reason', async () => {
+    const dir = corruptModel(tmp, 'corrupt');
+    const err = await backend.loadInstance(loadContext(dir, { name: 'corrupt', max_batch_size: 0 })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InferenceError);
+    expect(err).toMatchObject({ code: 'INTERNAL' });
+    expect((err as Error).message).toMatch(/^failed to load model 'corrupt' version 1 from '.*model\.onnx': .*(protobuf|pars)/i);
+  });
+
+  it('finds model.onnx inside a directory named like the default file', async () => {
+    const dir = path.join(tmp, 'dir_model');
+    mkdirSync(path.join(dir, '1', 'model.onnx'), { recursive: true });
+    copyFileSync(path.join(addDir, '1', 'model.onnx'), path.join(dir, '1', 'model.onnx', 'model.onnx'));
+    const config = await backend.autoComplete(autoCtx({ name: 'dir_model' }, dir));
+    const instance = await backend.loadInstance(loadContext(dir, config));
+    await instance.unload();
+    expect(config.input?.length).toBe(2);
+  });
+
+  it('fails KIND_GPU clearly when the CUDA execution provider is not there', async () => {
+    await expect(
+      backend.loadInstance(loadContext(path.join(MODELS, 'simple'), { name: 'simple', max_batch_size: 8 }, { kind: 'KIND_GPU' })),
+    ).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      message: expect.stringMatching(/^KIND_GPU requested for model 'simple' but the CUDA execution provider is not available/),
+    });
+  });
+
+  it('rejects a config whose inputs the ONNX graph does not have', async () => {
+    const config: ModelConfig = {
+      name: 'autocomplete_add',
+      max_batch_size: 4,
+      input: [{ name: 'A', data_type: 'TYPE_FP32', dims: [4] }, { name: 'C', data_type: 'TYPE_FP32', dims: [4] }],
+      output: [{ name: 'SUM', data_type: 'TYPE_FP32', dims: [4] }],
+    };
+    await expect(backend.loadInstance(loadContext(addDir, config))).rejects.toMatchObject({
+      code: 'INVALID_ARG',
+      message: expect.stringContaining("configuration input 'C' is not an input of the ONNX model (model inputs: A, B)"),
+    });
+  });
+
+  it('rejects an invalid thread-count parameter', async () => {
+    const config: ModelConfig = { name: 'simple', max_batch_size: 8, parameters: { intra_op_thread_count: { string_value: 'many' } } };
+    await expect(backend.loadInstance(loadContext(path.join(MODELS, 'simple'), config))).rejects.toMatchObject({
+      code: 'INVALID_ARG',
+      message: "invalid value 'many' of parameter 'intra_op_thread_count' for model 'simple': expected a non-negative integer",
+    });
+  });
+
+  it('rejects an unknown session_thread value', async () => {
+    const config: ModelConfig = { name: 'simple', max_batch_size: 8, parameters: { session_thread: { string_value: 'gpu' } } };
+    await expect(backend.loadInstance(loadContext(path.join(MODELS, 'simple'), config))).rejects.toMatchObject({
+      code: 'INVALID_ARG',
+      message: "invalid value 'gpu' of parameter 'session_thread' for model 'simple': expected 'worker' or 'event_loop'",
+    });
+  });
+
+  it('fails requests sent after unload instead of hanging', async () => {
+    const config = await backend.autoComplete(autoCtx({ name: 'autocomplete_add' }));
+    const instance = await backend.loadInstance(loadContext(addDir, config));
+    await instance.unload();
+    const p = probe(request('autocomplete_add', [fp32('A', [1, 4], [1, 2, 3, 4]), fp32('B', [1, 4], [1, 2, 3, 4])]));
+    await instance.execute([p.item]);
+    expect(await p.result).toMatchObject({ code: 'INTERNAL', message: 'the session is closed' });
+  });
+});
+
+function corruptModel(root: string, name: string): string {
+  const dir = path.join(root, name);
+  mkdirSync(path.join(dir, '1'), { recursive: true });
+  writeFileSync(path.join(dir, '1', 'model.onnx'), Buffer.from('definitely not a protobuf \u0000\u00ff\u00fe model'));
+  return dir;
+}

@@ -1,0 +1,122 @@
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { ModelConfig, ModelOutput } from '@nereid/model-config';
+import { InferenceError } from '@nereid/protocol';
+import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '../backend';
+import { autoCompleteFromOnnx } from './auto-complete';
+import type { BatchModel } from './batch';
+import { InlineSessionRunner } from './inline-session-runner';
+import { readOnnxModelInfo } from './onnx-model-info';
+import { OnnxRuntimeInstance } from './onnxruntime-instance';
+import { sessionOptionsFor, sessionThreadOf } from './session-options';
+import type { SessionRunner } from './session-runner';
+import { WorkerSessionRunner } from './worker-session-runner';
+
+const DEFAULT_MODEL_FILENAME = 'model.onnx';
+
+/**
+ * The `onnxruntime` backend (platform `onnxruntime_onnx`) on onnxruntime-node. Each instance owns
+ * one InferenceSession, run in a worker thread of its own unless the config asks for the event loop
+ * (`parameters { key: "session_thread" value: { string_value: "event_loop" } }`).
+ */
+export class OnnxRuntimeBackend implements Backend {
+  readonly name = 'onnxruntime';
+  readonly defaultModelFilename = DEFAULT_MODEL_FILENAME;
+  readonly defaultCpuInstanceCount = 2;
+
+  async autoComplete(ctx: AutoCompleteContext): Promise<ModelConfig> {
+    const { config } = ctx;
+    if ((config.input?.length ?? 0) > 0 && (config.output?.length ?? 0) > 0) return config;
+    const file = await resolveModelFile(config, ctx.versionDir);
+    let bytes: Uint8Array;
+    try {
+      bytes = await fs.readFile(file);
+    } catch (e) {
+      throw InferenceError.invalidArg(`unable to auto-complete model '${config.name ?? ''}': cannot read '${file}': ${message(e)}`);
+    }
+    let info;
+    try {
+      info = readOnnxModelInfo(bytes);
+    } catch (e) {
+      throw InferenceError.invalidArg(`unable to auto-complete model '${config.name ?? ''}' from '${file}': ${message(e)}`);
+    }
+    return autoCompleteFromOnnx(config, info, ctx.defaultMaxBatchSize);
+  }
+
+  async loadInstance(ctx: LoadContext): Promise<ModelInstance> {
+    const { config } = ctx;
+    const modelName = config.name ?? '';
+    const file = await resolveModelFile(config, ctx.versionDir);
+    const options = sessionOptionsFor(config, ctx.instance);
+    const thread = sessionThreadOf(config);
+    let runner: SessionRunner;
+    try {
+      runner = thread === 'worker'
+        ? await WorkerSessionRunner.open(file, options)
+        : await InlineSessionRunner.open(file, options);
+    } catch (e) {
+      throw InferenceError.internal(`failed to load model '${modelName}' version ${ctx.version} from '${file}': ${message(e)}`);
+    }
+    try {
+      checkIoAgainstSession(config, runner);
+    } catch (e) {
+      await runner.close();
+      throw e;
+    }
+    ctx.log('info', `created ONNX Runtime session for instance ${ctx.instance.name} (${thread} thread, ${ctx.instance.kind})`);
+    return new OnnxRuntimeInstance(runner, batchModelOf(config, ctx.version, runner), thread === 'worker');
+  }
+}
+
+/** `<version dir>/<default_model_filename or model.onnx>`, or `model.onnx` inside it when it is a directory. */
+async function resolveModelFile(config: ModelConfig, versionDir: string): Promise<string> {
+  const candidate = path.join(versionDir, config.default_model_filename || DEFAULT_MODEL_FILENAME);
+  const stat = await fs.stat(candidate).catch(() => undefined);
+  const file = stat?.isDirectory() ? path.join(candidate, DEFAULT_MODEL_FILENAME) : candidate;
+  if (stat === undefined || (stat.isDirectory() && !(await fs.stat(file).catch(() => undefined)))) {
+    throw InferenceError.notFound(`unable to find '${file}' for model '${config.name ?? ''}'`);
+  }
+  return file;
+}
+
+/** Fails the load when the config and the ONNX graph disagree on input or output names. */
+function checkIoAgainstSession(config: ModelConfig, runner: SessionRunner): void {
+  const modelName = config.name ?? '';
+  const configInputs = new Set((config.input ?? []).map((i) => i.name ?? ''));
+  for (const i of config.input ?? []) {
+    if (!runner.inputNames.includes(i.name ?? '') && !i.optional) {
+      throw InferenceError.invalidArg(
+        `unable to load model '${modelName}': configuration input '${i.name ?? ''}' is not an input of the ONNX model (model inputs: ${runner.inputNames.join(', ')})`,
+      );
+    }
+  }
+  const missing = runner.inputNames.filter((n) => !configInputs.has(n));
+  if (missing.length > 0 && configInputs.size > 0) {
+    throw InferenceError.invalidArg(
+      `unable to load model '${modelName}': configuration expects ${configInputs.size} inputs, model provides ${runner.inputNames.length} (missing from configuration: ${missing.join(', ')})`,
+    );
+  }
+  for (const o of config.output ?? []) {
+    if (!runner.outputNames.includes(o.name ?? '')) {
+      throw InferenceError.invalidArg(
+        `unable to load model '${modelName}': configuration output '${o.name ?? ''}' is not an output of the ONNX model (model outputs: ${runner.outputNames.join(', ')})`,
+      );
+    }
+  }
+}
+
+function batchModelOf(config: ModelConfig, version: number, runner: SessionRunner): BatchModel {
+  const configOutputs: ModelOutput[] = config.output?.length ? config.output : runner.outputNames.map((name) => ({ name }));
+  return {
+    name: config.name ?? '',
+    version: String(version),
+    maxBatchSize: config.max_batch_size ?? 0,
+    inputs: new Map((config.input ?? []).map((i) => [i.name ?? '', i])),
+    outputs: new Map(configOutputs.map((o) => [o.name ?? '', o])),
+    outputOrder: configOutputs.map((o) => o.name ?? ''),
+  };
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

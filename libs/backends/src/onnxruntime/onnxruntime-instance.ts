@@ -1,0 +1,55 @@
+import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
+import type { ModelInstance } from '../backend';
+import { buildFeeds, fetchesFor, groupCompatible, splitResponses, type BatchModel } from './batch';
+import type { SessionRunner } from './session-runner';
+
+/**
+ * One instance of an ONNX model: turns a batch of requests into session runs (one per group of
+ * shape-compatible requests, inputs joined along the batch dim) and answers each request.
+ */
+export class OnnxRuntimeInstance implements ModelInstance {
+  /** Session runs so far (a batch of compatible requests is one run). */
+  sessionRuns = 0;
+
+  constructor(
+    private readonly runner: SessionRunner,
+    private readonly model: BatchModel,
+    /** True when feeds must be fresh buffers (they are transferred to a worker thread). */
+    private readonly copyInputs: boolean,
+  ) {}
+
+  async execute(items: ExecutionItem[]): Promise<void> {
+    const accepted = items.filter((item) => this.checkRequestedOutputs(item));
+    for (const group of groupCompatible(accepted, this.model.maxBatchSize > 0)) {
+      await this.runGroup(group);
+    }
+  }
+
+  async unload(): Promise<void> {
+    await this.runner.close();
+  }
+
+  private async runGroup(items: ExecutionItem[]): Promise<void> {
+    try {
+      const fetches = fetchesFor(this.model, items);
+      const feeds = buildFeeds(this.model, items, this.copyInputs);
+      this.sessionRuns++;
+      const outputs = await this.runner.run(feeds, fetches);
+      const responses = splitResponses(this.model, items, outputs);
+      items.forEach((item, i) => item.sink.send(responses[i], true));
+    } catch (e) {
+      const error = toInferenceError(e);
+      for (const item of items) item.sink.fail(error);
+    }
+  }
+
+  /** Fails a request that asks for an output the model does not have; true when it may run. */
+  private checkRequestedOutputs(item: ExecutionItem): boolean {
+    const unknown = item.request.outputs?.find((o) => !this.model.outputs.has(o.name));
+    if (!unknown) return true;
+    item.sink.fail(
+      InferenceError.invalidArg(`unexpected inference output '${unknown.name}' for model '${this.model.name}'`),
+    );
+    return false;
+  }
+}

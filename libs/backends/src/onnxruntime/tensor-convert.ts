@@ -1,0 +1,66 @@
+import { InferenceError } from '@nereid/protocol';
+import type { DataType, Tensor, TensorData } from '@nereid/tensor';
+import { ORT_ARRAY, dataTypeFromOrt, ortTypeOf, type OrtType } from './datatypes';
+import type { OrtData, RunTensor } from './messages';
+
+const utf8Decoder = new TextDecoder('utf-8');
+const utf8Encoder = new TextEncoder();
+
+/** The ORT type of a request tensor; BF16 has none in onnxruntime-node. */
+export function ortTypeFor(t: Tensor, modelName: string): OrtType {
+  const type = ortTypeOf(t.datatype);
+  if (type === undefined) {
+    throw InferenceError.unsupported(
+      `datatype ${t.datatype} of input '${t.name}' is not supported by the onnxruntime backend for model '${modelName}'`,
+    );
+  }
+  return type;
+}
+
+/**
+ * Joins the data of several request tensors (same datatype) into one ORT feed. `copy` forces a
+ * fresh buffer even for a single part (so the buffer can be transferred to a worker thread without
+ * touching the request's memory). BYTES elements become UTF-8 strings.
+ */
+export function joinData(parts: readonly Tensor[], type: OrtType, copy: boolean): OrtData {
+  if (type === 'string') return parts.flatMap((p) => bytesOf(p).map((b) => utf8Decoder.decode(b)));
+  const Ctor = ORT_ARRAY[type];
+  // onnxruntime-node reads a typed array from the start of its ArrayBuffer, ignoring byteOffset:
+  // only a view that starts at offset 0 can be handed over as it is.
+  const only = parts.length === 1 ? parts[0].data : undefined;
+  if (!copy && only instanceof Ctor && only.byteOffset === 0) return only;
+  let byteLength = 0;
+  for (const p of parts) byteLength += numericOf(p).byteLength;
+  const out = new Uint8Array(byteLength);
+  let at = 0;
+  for (const p of parts) {
+    const src = numericOf(p);
+    out.set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength), at);
+    at += src.byteLength;
+  }
+  return new Ctor(out.buffer, 0, byteLength / Ctor.BYTES_PER_ELEMENT);
+}
+
+/** A session output → a response tensor (strings become UTF-8 bytes). */
+export function tensorFromRun(rt: RunTensor, shape: number[], data: OrtData = rt.data): Tensor {
+  const datatype: DataType | undefined = dataTypeFromOrt(rt.type);
+  if (datatype === undefined) throw InferenceError.internal(`unsupported ONNX Runtime output type '${rt.type}' of '${rt.name}'`);
+  const tensorData: TensorData = Array.isArray(data) ? data.map((s) => utf8Encoder.encode(s)) : data;
+  return { name: rt.name, datatype, shape, data: tensorData };
+}
+
+/** Elements [start, end) of an output, as a view (numeric) or a new array (strings). */
+export function sliceElements(data: OrtData, start: number, end: number): OrtData {
+  if (start === 0 && end === data.length) return data;
+  return Array.isArray(data) ? data.slice(start, end) : data.subarray(start, end);
+}
+
+function bytesOf(t: Tensor): Uint8Array[] {
+  if (!Array.isArray(t.data)) throw InferenceError.invalidArg(`input '${t.name}' of datatype BYTES must hold byte strings`);
+  return t.data;
+}
+
+function numericOf(t: Tensor): Exclude<TensorData, Uint8Array[]> {
+  if (Array.isArray(t.data)) throw InferenceError.invalidArg(`input '${t.name}' of datatype ${t.datatype} holds byte strings`);
+  return t.data;
+}

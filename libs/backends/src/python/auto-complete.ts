@@ -1,0 +1,42 @@
+import { InferenceError } from '@nereid/protocol';
+import type { ModelConfig } from '@nereid/model-config';
+import { MSG } from './frames';
+import { StubProcess, describeExit, type LogFn, type StubLaunch } from './stub-process';
+
+export interface AutoCompleteJob {
+  modelFile: string;
+  modelDir: string;
+  versionDir: string;
+  config: ModelConfig;
+}
+
+/**
+ * Runs the model class's `auto_complete_config` in a throw-away stub and returns the config it
+ * produced (the input config unchanged when the class has no such method).
+ */
+export function runAutoComplete(launch: StubLaunch, log: LogFn, job: AutoCompleteJob): Promise<ModelConfig> {
+  const name = job.config.name ?? '';
+  return new Promise<ModelConfig>((resolve, reject) => {
+    let settled = false;
+    const proc: StubProcess = new StubProcess(launch, log, (frame) => {
+      if (frame.type === MSG.LOG) log(frame.header.l as 'info', frame.header.m as string);
+      if (frame.type !== MSG.AUTOCOMPLETE_DONE) return;
+      settled = true;
+      const h = frame.header;
+      proc.send(MSG.FINALIZE, {});
+      if (typeof h.err === 'string') {
+        reject(InferenceError.internal(`auto-complete of python model '${name}' failed: ${h.tb as string}`));
+        return;
+      }
+      resolve(JSON.parse(h.config as string) as ModelConfig);
+    });
+    void proc.exited.then((exit) => {
+      if (settled) return;
+      const stderr = proc.stderrText();
+      reject(InferenceError.internal(`auto-complete of python model '${name}' failed: the stub ${describeExit(exit)}${stderr ? `\n${stderr}` : ''}`));
+    });
+    proc.send(MSG.AUTOCOMPLETE, {
+      file: job.modelFile, modelDir: job.modelDir, versionDir: job.versionDir, config: JSON.stringify(job.config),
+    });
+  });
+}

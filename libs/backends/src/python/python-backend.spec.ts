@@ -1,0 +1,86 @@
+import type { ModelInstance } from '../backend';
+import { PythonBackend } from './python-backend';
+import { bytes, config, f32, FIXTURES, loadContext, MODELS, request, run, text, values, type LogLine } from './testing';
+
+const backend = new PythonBackend();
+const io = (name: string, t = 'TYPE_FP32', dims = [4]): [string, string, number[]] => [name, t, dims];
+
+describe('PythonBackend: example models', () => {
+  let addSub: ModelInstance;
+  const logs: LogLine[] = [];
+  beforeAll(async () => {
+    const cfg = config('add_sub', [io('add_sub_input0'), io('add_sub_input1')], [io('added_output'), io('subbed_output')]);
+    addSub = await backend.loadInstance(loadContext(MODELS, cfg, logs));
+  });
+  afterAll(() => addSub.unload());
+
+  it('computes sum and difference', async () => {
+    const [s] = await run(addSub, [request('add_sub', [f32('add_sub_input0', [1, 2, 3, 4]), f32('add_sub_input1', [4, 3, 2, 1])], { id: 'r1' })]);
+    expect(s.error).toBeUndefined();
+    expect(values(s.output('added_output'))).toEqual([5, 5, 5, 5]);
+    expect(values(s.output('subbed_output'))).toEqual([-3, -1, 1, 3]);
+    expect(s.responses[0]).toMatchObject({ id: 'r1', modelName: 'add_sub', modelVersion: '1' });
+    expect(s.finals).toBe(1);
+  });
+
+  it('runs a batch of several requests in one execute and keeps them apart', async () => {
+    const reqs = [0, 1, 2, 3, 4].map((k) => request('add_sub', [f32('add_sub_input0', [k, k, k, k]), f32('add_sub_input1', [1, 1, 1, 1])]));
+    const sinks = await run(addSub, reqs);
+    expect(sinks.map((s) => values(s.output('added_output'))[0])).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('returns only the requested outputs', async () => {
+    const [s] = await run(addSub, [request('add_sub', [f32('add_sub_input0', [1, 1, 1, 1]), f32('add_sub_input1', [1, 1, 1, 1])], { outputs: [{ name: 'subbed_output' }] })]);
+    expect(s.responses[0].outputs.map((t) => t.name)).toEqual(['subbed_output']);
+  });
+
+  it('serves BYTES tensors (string_upper)', async () => {
+    const cfg = config('string_upper', [io('text_input', 'TYPE_STRING', [-1])], [io('text_output', 'TYPE_STRING', [-1])], { max_batch_size: 8 });
+    const inst = await backend.loadInstance(loadContext(MODELS, cfg));
+    try {
+      const sinks = await run(inst, [
+        request('string_upper', [bytes('text_input', ['hello', 'wörld', ''], [1, 3])]),
+        request('string_upper', [bytes('text_input', ['nereid'], [1, 1])]),
+      ]);
+      expect(text(sinks[0].output('text_output'))).toEqual(['HELLO', 'WÖRLD', '']);
+      expect(sinks[0].output('text_output')?.shape).toEqual([1, 3]);
+      expect(text(sinks[1].output('text_output'))).toEqual(['NEREID']);
+    } finally {
+      await inst.unload();
+    }
+  });
+
+  it('multiplies (mul)', async () => {
+    const inst = await backend.loadInstance(loadContext(MODELS, config('mul', [io('mul_input0'), io('mul_input1')], [io('mul_output')])));
+    const [s] = await run(inst, [request('mul', [f32('mul_input0', [1, 2, 3, 4]), f32('mul_input1', [2, 2, 2, 0.5])])]);
+    await inst.unload();
+    expect(values(s.output('mul_output'))).toEqual([2, 4, 6, 2]);
+  });
+
+  it('moves a 16 MB tensor through shared memory', async () => {
+    const inst = await backend.loadInstance(loadContext(FIXTURES, config('identity', [io('INPUT0', 'TYPE_FP32', [-1])], [io('OUTPUT0', 'TYPE_FP32', [-1])])));
+    try {
+      const n = 4 * 1024 * 1024;
+      const data = new Float32Array(n);
+      for (let i = 0; i < n; i += 1024) data[i] = i;
+      const [s] = await run(inst, [request('identity', [{ name: 'INPUT0', datatype: 'FP32', shape: [n], data }])]);
+      const out = s.output('OUTPUT0');
+      expect(out?.shape).toEqual([n]);
+      const got = out?.data as Float32Array;
+      expect(got.length).toBe(n);
+      expect(got[1024 * 1000]).toBe(1024 * 1000);
+      expect(Buffer.compare(Buffer.from(got.buffer, got.byteOffset, got.byteLength), Buffer.from(data.buffer))).toBe(0);
+    } finally {
+      await inst.unload();
+    }
+  });
+
+  it('runs finalize on unload and its log line reaches the log', async () => {
+    const cfg = config('add_sub', [io('add_sub_input0'), io('add_sub_input1')], [io('added_output'), io('subbed_output')]);
+    const own: LogLine[] = [];
+    const inst = await backend.loadInstance(loadContext(MODELS, cfg, own));
+    await inst.unload();
+    expect(own).toContainEqual({ level: 'info', message: expect.stringMatching(/model\.py:\d+\] add_sub: finalized$/) });
+  });
+
+});

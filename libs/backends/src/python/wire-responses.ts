@@ -1,0 +1,70 @@
+import { InferenceError, type ErrorCode, type InferenceResponse, type Parameters, type ParameterValue } from '@nereid/protocol';
+import type { Tensor } from '@nereid/tensor';
+import type { BlobBuilder } from './frames';
+import { encodeTensors, type ShmSettings, type WireTensor } from './wire-tensors';
+
+/** A response as the stub sends it: outputs + parameters JSON, or an error (message, TritonError code). */
+export interface WireResponse {
+  o?: WireTensor[];
+  p?: string;
+  err?: { m: string; c: number };
+}
+
+/** TRITONSERVER_Error_Code values, as `pb_utils.TritonError` numbers them. */
+const PY_CODES: readonly ErrorCode[] = [
+  'UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED',
+];
+
+export function errorFromWire(err: { m: string; c: number }): InferenceError {
+  return new InferenceError(PY_CODES[err.c] ?? 'UNKNOWN', err.m);
+}
+
+/** InferenceError code -> TritonError number (DEADLINE_EXCEEDED has none in Python: UNAVAILABLE). */
+export function codeToWire(code: ErrorCode): number {
+  if (code === 'DEADLINE_EXCEEDED') return 4;
+  const i = PY_CODES.indexOf(code);
+  return i < 0 ? 0 : i;
+}
+
+export function parseParameters(text: string | undefined): Parameters | undefined {
+  if (text === undefined || text === '' || text === '{}') return undefined;
+  const raw = JSON.parse(text) as Record<string, unknown>;
+  const out: Parameters = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+  }
+  return out;
+}
+
+/** Parameters -> JSON text (bigints as numbers), as `request.parameters()` returns it. */
+export function parametersJson(params: Parameters | undefined): string {
+  if (!params) return '{}';
+  return JSON.stringify(params, (_k, v: ParameterValue | Parameters) => (typeof v === 'bigint' ? Number(v) : v));
+}
+
+/** A Nereid response (or error) for the stub, e.g. a BLS answer. */
+export function encodeResponse(
+  response: InferenceResponse | InferenceError,
+  blob: BlobBuilder,
+  shm: ShmSettings,
+): { r: WireResponse; pending?: Promise<unknown> } {
+  if (response instanceof InferenceError) return { r: { err: { m: response.message, c: codeToWire(response.code) } } };
+  const { descs, pending } = encodeTensors(response.outputs, blob, shm);
+  const r: WireResponse = { o: descs };
+  if (response.parameters && Object.keys(response.parameters).length > 0) r.p = parametersJson(response.parameters);
+  return { r, pending };
+}
+
+/** Builds the Nereid response of one request from decoded outputs. */
+export function makeResponse(
+  requestId: string,
+  modelName: string,
+  modelVersion: number,
+  outputs: Tensor[],
+  params: string | undefined,
+): InferenceResponse {
+  const response: InferenceResponse = { id: requestId, modelName, modelVersion: String(modelVersion), outputs };
+  const parameters = parseParameters(params);
+  if (parameters) response.parameters = parameters;
+  return response;
+}
