@@ -76,7 +76,7 @@ describe('python backend end to end', () => {
   it('maps python failures to Triton errors and keeps serving', async () => {
     const raised = await infer('execute_raises', { inputs: [fp32('INPUT0', [-1])] });
     expect(raised.status).toBe(500);
-    expect(raised.body.error).toContain("Failed to process the request(s) for model 'execute_raises_0_0', message: ValueError: execute exploded on -1");
+    expect(raised.body.error).toContain("Failed to process the request(s) for model 'execute_raises_0', message: ValueError: execute exploded on -1");
     const refused = await infer('error_response', { inputs: [fp32('INPUT0', [-1])] });
     expect(refused).toMatchObject({ status: 400, body: { error: 'input must not be negative' } });
     const dead = await infer('crash', { inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1], data: [1] }] });

@@ -19,6 +19,23 @@ export interface RunningHttpServer {
   close(): Promise<void>;
 }
 
+/**
+ * Nest's Fastify adapter, with errors raised before a route handler runs (body too large,
+ * aborted uploads) answered in Triton's `{"error": ...}` shape instead of Fastify's.
+ */
+class TritonFastifyAdapter extends FastifyAdapter {
+  override setErrorHandler(handler: Parameters<FastifyAdapter['setErrorHandler']>[0]): ReturnType<FastifyAdapter['setErrorHandler']> {
+    return super.setErrorHandler(function (this: unknown, error, req, reply) {
+      const code = (error as { code?: string }).code ?? '';
+      if (code.startsWith('FST_ERR_CTP_')) {
+        const { status, message } = describe(error);
+        return reply.status(status).header('content-type', 'application/json').send(JSON.stringify({ error: message }));
+      }
+      return handler.call(this as never, error, req, reply);
+    });
+  }
+}
+
 /** Every body arrives as a Buffer: the infer codec parses JSON and binary sections itself. */
 function rawBodies(fastify: FastifyInstance, limit: number): void {
   fastify.removeAllContentTypeParsers();
@@ -27,7 +44,7 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
-  const adapter = new FastifyAdapter({ bodyLimit: options.maxInputSize, logger: false, maxParamLength: 1000 });
+  const adapter = new TritonFastifyAdapter({ bodyLimit: options.maxInputSize, logger: false, routerOptions: { maxParamLength: 1000 } });
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.register(core, options), adapter, {
     logger: false,
     abortOnError: false,
@@ -37,11 +54,6 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   rawBodies(fastify, options.maxInputSize);
   app.useGlobalFilters(new HttpErrorFilter());
   await app.init();
-  // Errors raised before a route handler runs (body too large, aborted uploads) get Triton's JSON too.
-  fastify.setErrorHandler((error, _req, reply) => {
-    const { status, message } = describe(error);
-    void reply.status(status).header('content-type', 'application/json').send(JSON.stringify({ error: message }));
-  });
   await app.listen(options.port, options.host);
   const address = fastify.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;

@@ -1,3 +1,4 @@
+import { modelConfigToJson } from '@nereid/model-config';
 import { PythonBackend } from './python-backend';
 import { bytes, config, f32, FIXTURES, loadContext, request, run, text, values, type LogLine } from './testing';
 
@@ -43,7 +44,7 @@ describe('PythonBackend: the pb_utils API seen by a model', () => {
       model_instance_kind: 'CPU', model_instance_name: 'pb_utils_probe_0_0', model_instance_device_id: '0',
       model_repository: `${FIXTURES}/pb_utils_probe`, model_version: '1', model_name: 'pb_utils_probe',
     });
-    expect(JSON.parse(args.model_config)).toEqual(probeConfig);
+    expect(JSON.parse(args.model_config)).toEqual(modelConfigToJson(probeConfig));
     expect(report).toMatchObject({ config_name: 'pb_utils_probe', config_param: 'hello' });
   });
 
