@@ -20,7 +20,7 @@ for (const app of ['gateway', 'scheduler', 'worker']) {
 
 module.exports = {
   rootDir: __dirname,
-  testEnvironment: 'node',
+  testEnvironment: '<rootDir>/test/jest-environment.js',
   roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', swcConfig] },

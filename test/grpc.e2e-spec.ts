@@ -106,11 +106,12 @@ beforeAll(async () => {
     simple: 'models/simple',
     identity_bytes: 'test/fixtures/onnx/identity_bytes',
     identity_fp32: 'test/fixtures/onnx/identity_fp32',
+    decoupled_repeat: 'test/fixtures/python/decoupled_repeat',
   });
   nereid = await startTestServer({
     modelRepositories: [repo],
     modelControlMode: 'explicit',
-    loadModels: ['simple', 'identity_bytes'],
+    loadModels: ['simple', 'identity_bytes', 'decoupled_repeat'],
   });
   client = inferenceClient(nereid.grpcPort);
 });
@@ -380,6 +381,47 @@ describe('ModelStreamInfer', () => {
     expectSimpleAnswer(byId.get('b')!.infer_response, 2);
   });
 
+  it('streams several responses per request from a decoupled model, each carrying its id', async () => {
+    const repeat = (id: string, values: number[], emptyFinal: boolean): Msg => ({
+      model_name: 'decoupled_repeat',
+      id,
+      parameters: emptyFinal ? { triton_enable_empty_final_response: { bool_param: true } } : {},
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [values.length] }],
+      raw_input_contents: [int32Bytes(values)],
+    });
+    const stream = client.ModelStreamInfer();
+    const messages: Msg[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on('data', (m: Msg) => messages.push(m));
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    stream.write(repeat('d1', [5, 6, 7], true));
+    stream.write(repeat('d2', [1, 2], false));
+    stream.end();
+    await done;
+    expect(messages.every((m) => m.error_message === '')).toBe(true);
+    const of = (id: string) => messages.filter((m) => m.infer_response.id === id).map((m) => m.infer_response);
+    const d1 = of('d1');
+    expect(d1).toHaveLength(4);
+    expect(d1.slice(0, 3).map((r: Msg) => readInt32(r.raw_output_contents[0])[0])).toEqual([5, 6, 7]);
+    expect(d1.slice(0, 3).every((r: Msg) => r.parameters.triton_final_response.bool_param === false)).toBe(true);
+    expect(d1[3]).toMatchObject({ model_name: 'decoupled_repeat', outputs: [], raw_output_contents: [] });
+    expect(d1[3].parameters.triton_final_response.bool_param).toBe(true);
+    const d2 = of('d2');
+    expect(d2.map((r: Msg) => readInt32(r.raw_output_contents[0])[0])).toEqual([1, 2]);
+  });
+
+  it('unary ModelInfer rejects a decoupled model', async () => {
+    const err = await callError(client, 'ModelInfer', {
+      model_name: 'decoupled_repeat',
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+      raw_input_contents: [int32Bytes([1])],
+    });
+    expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
+    expect(err.details).toBe("ModelInfer RPC doesn't support models with decoupled transaction policy");
+  });
+
   it("ends the stream with the error's status in triton_grpc_error mode", async () => {
     const md = new grpc.Metadata();
     md.set('triton_grpc_error', 'true');
@@ -404,6 +446,26 @@ describe('ModelStreamInfer', () => {
     });
     expect(err.code).toBe(grpc.status.CANCELLED);
     expectSimpleAnswer(await call(client, 'ModelInfer', simpleRequest('after-cancel', 5)), 5);
+  });
+
+  it('cancelling mid-way through a decoupled request stops the stream', async () => {
+    const stream = client.ModelStreamInfer();
+    let received = 0;
+    const err = await new Promise<grpc.ServiceError>((resolve) => {
+      stream.on('data', () => {
+        if (++received === 1) stream.cancel();
+      });
+      stream.on('error', resolve);
+      stream.write({
+        model_name: 'decoupled_repeat',
+        id: 'long',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [200] }],
+        raw_input_contents: [int32Bytes(range(200, (i) => i))],
+      });
+    });
+    expect(err.code).toBe(grpc.status.CANCELLED);
+    expect(received).toBeLessThan(200);
+    expectSimpleAnswer(await call(client, 'ModelInfer', simpleRequest('after-cancel-2', 6)), 6);
   });
 });
 

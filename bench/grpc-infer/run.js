@@ -7,7 +7,13 @@
  * alternating baseline/Nereid. Prints throughput, p50/p99 and the Nereid/baseline ratio.
  *
  *   node bench/grpc-infer/run.js [--seconds 10] [--concurrency 16] [--rounds 2]
+ *                                [--session-thread worker|event_loop]
+ *
+ * `--session-thread` runs Nereid on a copy of models/simple whose config sets the onnxruntime
+ * backend's `session_thread` parameter (default: whatever models/simple/config.pbtxt says).
  */
+const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const { fork } = require('node:child_process');
 const grpc = require('@grpc/grpc-js');
@@ -17,12 +23,26 @@ const root = path.resolve(__dirname, '../..');
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-const SECONDS = arg('seconds', 10);
-const CONCURRENCY = arg('concurrency', 16);
-const ROUNDS = arg('rounds', 2);
+const SECONDS = Number(arg('seconds', 10));
+const CONCURRENCY = Number(arg('concurrency', 16));
+const ROUNDS = Number(arg('rounds', 2));
+const SESSION_THREAD = arg('session-thread', undefined);
+
+/** The repository Nereid serves: models/ itself, or a temp copy of simple with session_thread set. */
+function repositoryFor(sessionThread) {
+  if (!sessionThread) return path.join(root, 'models');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-'));
+  fs.cpSync(path.join(root, 'models/simple'), path.join(dir, 'simple'), { recursive: true });
+  fs.appendFileSync(
+    path.join(dir, 'simple/config.pbtxt'),
+    `\nparameters { key: "session_thread" value: { string_value: "${sessionThread}" } }\n`,
+  );
+  return dir;
+}
+const REPOSITORY = repositoryFor(SESSION_THREAD);
 const WARMUP_MS = 1000;
 
 function clientFor(port) {
@@ -70,7 +90,7 @@ async function drive(client, request, untilMs, latencies) {
 
 function startChild(mode) {
   return new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'server-child.js'), [mode], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(path.join(__dirname, 'server-child.js'), [mode, REPOSITORY], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     child.once('message', (m) => resolve({ child, port: m.port }));
     child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
   });
@@ -126,7 +146,8 @@ async function main() {
   }
   const base = summarize(runs.baseline);
   const ner = summarize(runs.nereid);
-  console.log(`\ngRPC ModelInfer, models/simple, concurrency ${CONCURRENCY}, ${ROUNDS} x ${SECONDS}s each`);
+  const thread = SESSION_THREAD ? `, session_thread=${SESSION_THREAD}` : '';
+  console.log(`\ngRPC ModelInfer, models/simple${thread}, concurrency ${CONCURRENCY}, ${ROUNDS} x ${SECONDS}s each`);
   console.log('server     infer/s   p50 ms   p99 ms   calls');
   for (const [name, s] of [['baseline', base], ['nereid', ner]]) {
     console.log(`${name.padEnd(9)} ${s.rps.toFixed(0).padStart(8)} ${s.p50.toFixed(2).padStart(8)} ${s.p99.toFixed(2).padStart(8)} ${String(s.n).padStart(7)}`);
@@ -137,7 +158,10 @@ async function main() {
 }
 
 main().then(
-  () => process.exit(0),
+  () => {
+    if (SESSION_THREAD) fs.rmSync(REPOSITORY, { recursive: true, force: true });
+    process.exit(0);
+  },
   (err) => {
     console.error(err);
     process.exit(1);

@@ -4,12 +4,12 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '../..');
 
-async function start(mode) {
+async function start(mode, repository) {
   if (mode === 'baseline') return require('./baseline-server').startBaseline('127.0.0.1', 0);
   require('./ts-register');
   const { startNereid } = require(path.join(root, 'apps/nereid/src/serve.ts'));
   const nereid = await startNereid({
-    modelRepositories: [path.join(root, 'models')],
+    modelRepositories: [repository],
     modelControlMode: 'explicit',
     loadModels: ['simple'],
     allowHttp: false,
@@ -21,7 +21,7 @@ async function start(mode) {
   return { port: nereid.grpcPort, close: () => nereid.close() };
 }
 
-start(process.argv[2]).then(
+start(process.argv[2], process.argv[3] || path.join(root, 'models')).then(
   (server) => {
     process.send({ port: server.port });
     process.on('message', (m) => {

@@ -1,10 +1,12 @@
 import 'reflect-metadata';
+import * as http from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { InferenceCore } from '@nereid/core';
 import { GatewayModule } from './gateway.module';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
+import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import type { GatewayOptions } from './tokens';
 
 export interface HttpServerOptions extends GatewayOptions {
@@ -44,7 +46,24 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
-  const adapter = new TritonFastifyAdapter({ bodyLimit: options.maxInputSize, logger: false, routerOptions: { maxParamLength: 1000 } });
+  const fastPath = new InferFastPath(core, options.maxInputSize);
+  const adapter = new TritonFastifyAdapter({
+    bodyLimit: options.maxInputSize,
+    logger: false,
+    routerOptions: { maxParamLength: 1000 },
+    // POST .../infer takes the lean path; everything else goes through Nest's router.
+    serverFactory: (handler: http.RequestListener) =>
+      http.createServer((req, res) => {
+        if (req.method === 'POST') {
+          const target = matchInferPath(req.url ?? '');
+          if (target) {
+            void fastPath.handle(req, res, target[0], target[1]);
+            return;
+          }
+        }
+        handler(req, res);
+      }),
+  });
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.register(core, options), adapter, {
     logger: false,
     abortOnError: false,

@@ -8,6 +8,8 @@ export type WorkerLog = (level: 'info' | 'warn' | 'error' | 'verbose', message: 
 interface LoadedModel {
   instances: ModelInstance[];
   config: ModelConfig;
+  /** Instances that take requests (the first ones; passive instances follow). */
+  activeCount: number;
 }
 
 export function isEnsemble(config: ModelConfig): boolean {
@@ -80,21 +82,25 @@ export class WorkerHost implements WorkerChannel {
       await Promise.allSettled(instances.map((i) => i.unload()));
       throw toInferenceError(e);
     }
-    this.models.set(spec.key, { instances, config });
-    return active.length;
+    this.models.set(spec.key, { instances, config, activeCount: active.length });
+    // Scheduler slots: slot s runs on instance s % activeCount.
+    const concurrency = instances.slice(0, active.length).reduce((m, i) => Math.min(m, Math.max(1, i.concurrency ?? 1)), 64);
+    return active.length * concurrency;
   }
 
-  async execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
+  async execute(key: ModelKey, slot: number, items: ExecutionItem[]): Promise<void> {
     const model = this.models.get(key);
-    const target = model?.instances[instance];
+    const target = model && model.activeCount > 0 ? model.instances[slot % model.activeCount] : undefined;
     if (!model || !target) {
-      const err = InferenceError.unavailable(`model instance ${instance} of '${key}' is not loaded`);
+      const err = InferenceError.unavailable(`no instance of '${key}' is loaded for slot ${slot}`);
       for (const item of items) item.sink.fail(err);
       return;
     }
     const batched = (model.config.max_batch_size ?? 0) > 0;
     let batchSize = 0;
     for (const item of items) batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
+    const started = performance.now();
+    for (const item of items) item.startedAt = started;
     const t0 = process.hrtime.bigint();
     try {
       await target.execute(items);

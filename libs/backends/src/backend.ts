@@ -35,6 +35,12 @@ export type InferFn = (
 
 export interface ModelInstance {
   /**
+   * How many batches the instance accepts at once (default 1). An instance that queues work on
+   * another thread takes more than one so that its queue never runs dry while the event loop is
+   * busy; the scheduler sees `count × concurrency` slots.
+   */
+  readonly concurrency?: number;
+  /**
    * Runs one batch. Each item's sink gets its responses; a failure of one request goes to that
    * request's sink only. The promise settles when the instance is free for the next batch.
    */

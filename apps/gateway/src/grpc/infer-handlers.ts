@@ -4,6 +4,7 @@ import { InferenceError } from '@nereid/protocol';
 import { toServiceError } from './grpc-status';
 import { decodeInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
+import { LazyAbort } from './lazy-abort';
 import { handleStreamInfer } from './stream-infer';
 import type { WireModelInferRequest, WireModelInferResponse } from './wire-types';
 
@@ -18,11 +19,12 @@ export function modelInfer(core: InferenceCore): handleUnaryCall<WireModelInferR
     call: ServerUnaryCall<WireModelInferRequest, WireModelInferResponse>,
     callback: sendUnaryData<WireModelInferResponse>,
   ) => {
-    const controller = new AbortController();
-    call.once('cancelled', () => controller.abort());
+    const abort = new LazyAbort();
+    call.once('cancelled', () => abort.abort());
     let promise;
     try {
-      const { request } = decodeInferRequest(call.request, controller.signal);
+      const { request } = decodeInferRequest(call.request);
+      abort.attach(request);
       if (core.isDecoupled(request.modelName, request.modelVersion)) {
         throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);
       }

@@ -139,13 +139,12 @@ function decodeOutput(o: WireRequestedOutput): RequestedOutput {
  * ModelInferRequest → the core's InferenceRequest. Decodes only the wire format (version string,
  * parameters, tensor bytes); model-level validation is the core's.
  */
-export function decodeInferRequest(msg: WireModelInferRequest, signal?: AbortSignal): DecodedInferRequest {
+export function decodeInferRequest(msg: WireModelInferRequest): DecodedInferRequest {
   const params = decodeRequestParameters(msg.parameters);
   const request = newInferenceRequest(msg.model_name, parseModelVersion(msg.model_version));
   request.id = msg.id;
   applyRequestParameters(request, params.values);
   request.inputs = decodeInputs(msg);
   if (msg.outputs.length > 0) request.outputs = msg.outputs.map(decodeOutput);
-  if (signal) request.signal = signal;
   return { request, enableEmptyFinalResponse: params.enableEmptyFinalResponse };
 }

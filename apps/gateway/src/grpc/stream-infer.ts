@@ -59,7 +59,8 @@ class InferStream {
     if (this.closed) return;
     let decoded: DecodedInferRequest;
     try {
-      decoded = decodeInferRequest(msg, this.controller.signal);
+      decoded = decodeInferRequest(msg);
+      decoded.request.signal = this.controller.signal;
     } catch (e) {
       // Rejected before execution: the response names only the request id.
       this.sendError(toInferenceError(e), { id: msg.id });

@@ -126,7 +126,7 @@ describe('OnnxRuntimeBackend', () => {
     const config: ModelConfig = { name: 'simple', max_batch_size: 8, parameters: { session_thread: { string_value: 'gpu' } } };
     await expect(backend.loadInstance(loadContext(path.join(MODELS, 'simple'), config))).rejects.toMatchObject({
       code: 'INVALID_ARG',
-      message: "invalid value 'gpu' of parameter 'session_thread' for model 'simple': expected 'worker' or 'event_loop'",
+      message: "invalid value 'gpu' of parameter 'session_thread' for model 'simple': expected 'auto', 'worker' or 'event_loop'",
     });
   });
 
@@ -146,3 +146,32 @@ function corruptModel(root: string, name: string): string {
   writeFileSync(path.join(dir, '1', 'model.onnx'), Buffer.from('definitely not a protobuf \u0000\u00ff\u00fe model'));
   return dir;
 }
+
+describe('OnnxRuntimeBackend session placement (session_thread auto)', () => {
+  const backend = new OnnxRuntimeBackend();
+
+  async function placement(dir: string, config: ModelConfig): Promise<string> {
+    const lines: string[] = [];
+    const ctx = { ...loadContext(dir, config), log: (_level: string, message: string) => void lines.push(message) };
+    const instance = await backend.loadInstance(ctx);
+    await instance.unload();
+    return lines.join('\n');
+  }
+
+  it('keeps a tiny model on the event loop and moves a heavy one to a worker thread', async () => {
+    const simple: ModelConfig = {
+      name: 'simple',
+      max_batch_size: 8,
+      input: ['INPUT0', 'INPUT1'].map((name) => ({ name, data_type: 'TYPE_INT32', dims: [16] })),
+      output: ['OUTPUT0', 'OUTPUT1'].map((name) => ({ name, data_type: 'TYPE_INT32', dims: [16] })),
+    };
+    expect(await placement(path.join(MODELS, 'simple'), simple)).toMatch(/event_loop thread/);
+    const mlp: ModelConfig = {
+      name: 'mlp',
+      max_batch_size: 64,
+      input: [{ name: 'INPUT', data_type: 'TYPE_FP32', dims: [512] }],
+      output: [{ name: 'OUTPUT', data_type: 'TYPE_FP32', dims: [512] }],
+    };
+    expect(await placement(path.join(MODELS, 'mlp'), mlp)).toMatch(/worker thread/);
+  });
+});

@@ -6,6 +6,7 @@ import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '.
 import { autoCompleteFromOnnx } from './auto-complete';
 import type { BatchModel } from './batch';
 import { InlineSessionRunner } from './inline-session-runner';
+import { EVENT_LOOP_BUDGET_US, probeRunMicros } from './session-probe';
 import { readOnnxModelInfo } from './onnx-model-info';
 import { OnnxRuntimeInstance } from './onnxruntime-instance';
 import { sessionOptionsFor, sessionThreadOf } from './session-options';
@@ -48,12 +49,27 @@ export class OnnxRuntimeBackend implements Backend {
     const modelName = config.name ?? '';
     const file = await resolveModelFile(config, ctx.versionDir);
     const options = sessionOptionsFor(config, ctx.instance);
-    const thread = sessionThreadOf(config);
+    let thread = sessionThreadOf(config);
     let runner: SessionRunner;
     try {
-      runner = thread === 'worker'
-        ? await WorkerSessionRunner.open(file, options)
-        : await InlineSessionRunner.open(file, options);
+      if (thread === 'auto') {
+        // Probe on the event loop; a model too heavy for it moves to a worker thread.
+        const inline = await InlineSessionRunner.open(file, options);
+        const micros = await probeRunMicros(inline, config);
+        if (micros !== undefined && micros <= EVENT_LOOP_BUDGET_US) {
+          thread = 'event_loop';
+          runner = inline;
+        } else {
+          await inline.close();
+          thread = 'worker';
+          runner = await WorkerSessionRunner.open(file, options);
+        }
+        ctx.log('verbose', `probe of '${modelName}': ${micros === undefined ? 'not probed' : `${micros.toFixed(0)} us`} at its largest batch`);
+      } else {
+        runner = thread === 'worker'
+          ? await WorkerSessionRunner.open(file, options)
+          : await InlineSessionRunner.open(file, options);
+      }
     } catch (e) {
       throw InferenceError.internal(`failed to load model '${modelName}' version ${ctx.version} from '${file}': ${message(e)}`);
     }

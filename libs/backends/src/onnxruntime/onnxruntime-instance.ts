@@ -10,13 +10,21 @@ import type { SessionRunner } from './session-runner';
 export class OnnxRuntimeInstance implements ModelInstance {
   /** Session runs so far (a batch of compatible requests is one run). */
   sessionRuns = 0;
+  /**
+   * Batches accepted at once. A worker-thread session gets its next batch queued while it runs the
+   * current one. An event-loop session completes its runs from setImmediate callbacks, one event
+   * loop turn per run; with a single slot, every request would wait a whole loop turn.
+   */
+  readonly concurrency: number;
 
   constructor(
     private readonly runner: SessionRunner,
     private readonly model: BatchModel,
     /** True when feeds must be fresh buffers (they are transferred to a worker thread). */
     private readonly copyInputs: boolean,
-  ) {}
+  ) {
+    this.concurrency = copyInputs ? 2 : 8;
+  }
 
   async execute(items: ExecutionItem[]): Promise<void> {
     const accepted = items.filter((item) => this.checkRequestedOutputs(item));

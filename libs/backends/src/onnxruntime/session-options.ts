@@ -10,12 +10,13 @@ import type { InstanceSpec } from '../backend';
 export type SessionOptions = InferenceSession.SessionOptions;
 
 /** Where `session.run()` executes. See {@link SESSION_THREAD_PARAMETER}. */
-export type SessionThread = 'worker' | 'event_loop';
+export type SessionThread = 'worker' | 'event_loop' | 'auto';
 
 /**
- * Nereid's own config parameter: `worker` (default) runs the session in a worker thread so a heavy
- * model never stalls the event loop; `event_loop` runs it in the server's thread, which saves the
- * thread hop (tens of microseconds) for tiny models whose run takes less than that.
+ * Nereid's own config parameter: `worker` runs the session in a worker thread so a heavy model
+ * never stalls the event loop; `event_loop` runs it in the server's thread, which saves the thread
+ * hop for tiny models whose run takes less than the hop; `auto` (default) probes the model at load
+ * with its largest batch and picks `event_loop` only when that run fits EVENT_LOOP_BUDGET_US.
  */
 export const SESSION_THREAD_PARAMETER = 'session_thread';
 
@@ -23,13 +24,16 @@ export const SESSION_THREAD_PARAMETER = 'session_thread';
 const INTRA_OP = 'intra_op_thread_count';
 const INTER_OP = 'inter_op_thread_count';
 const EXECUTION_MODE = 'execution_mode';
+/** Nereid parameter: `1` lets ORT's thread pools spin-wait between runs (ORT's own default). */
+const ALLOW_SPINNING = 'allow_spinning';
 
 export function sessionThreadOf(config: ModelConfig): SessionThread {
   const v = parameter(config, SESSION_THREAD_PARAMETER);
-  if (v === undefined || v === 'worker') return 'worker';
+  if (v === undefined || v === 'auto') return 'auto';
+  if (v === 'worker') return 'worker';
   if (v === 'event_loop') return 'event_loop';
   throw InferenceError.invalidArg(
-    `invalid value '${v}' of parameter '${SESSION_THREAD_PARAMETER}' for model '${config.name ?? ''}': expected 'worker' or 'event_loop'`,
+    `invalid value '${v}' of parameter '${SESSION_THREAD_PARAMETER}' for model '${config.name ?? ''}': expected 'auto', 'worker' or 'event_loop'`,
   );
 }
 
@@ -45,6 +49,10 @@ export function sessionOptionsFor(config: ModelConfig, instance: InstanceSpec): 
   if (inter !== undefined) options.interOpNumThreads = inter;
   const mode = intParameter(config, EXECUTION_MODE);
   if (mode !== undefined) options.executionMode = mode === 1 ? 'parallel' : 'sequential';
+  // Spinning thread pools burn a core between runs; with several sessions and an event loop on a
+  // small machine that starves the front doors (measured: bench/http-infer). Off unless asked.
+  const spin = intParameter(config, ALLOW_SPINNING) === 1 ? '1' : '0';
+  options.extra = { session: { intra_op: { allow_spinning: spin }, inter_op: { allow_spinning: spin } } };
   return options;
 }
 
