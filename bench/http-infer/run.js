@@ -2,13 +2,15 @@
 'use strict';
 // bench/http-infer: the same load against Nereid and against a minimal node:http + onnxruntime-node
 // server, in one run. Prints throughput, p50/p99 and the ratio. Then a binary-extension run with a
-// 1M-element FP32 tensor through an identity model, reporting GB/s of tensor payload in and out.
+// 1M-element FP32 tensor through an identity model, reporting GB/s of tensor payload in and out,
+// next to a do-nothing node:http echo server (the transport ceiling of this machine) in the same run.
 // Usage: node bench/http-infer/run.js [seconds=10]   (needs `npm run build` first)
 const autocannon = require('autocannon');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, startNereid, startScript, fmt } = require('../lib/util');
+const { makeBody, measure } = require('./big-tensor');
 
 const SECONDS = Number(process.argv[2] || 10);
 const CONNECTIONS = 16;
@@ -54,21 +56,20 @@ async function main() {
     const n = summary('nereid', await load(nUrl, body));
     console.log(`ratio nereid/baseline throughput: ${fmt(n / b, 2)}x (target >= 0.8x)`);
 
-    console.log('\nidentity_fp32, 1M-element FP32 tensor, binary in and out');
-    const elems = 1 << 20;
-    const data = Buffer.alloc(elems * 4);
-    new Float32Array(data.buffer, data.byteOffset, elems).fill(1.5);
-    const header = Buffer.from(JSON.stringify({
-      inputs: [{ name: 'INPUT0', shape: [1, elems], datatype: 'FP32', parameters: { binary_data_size: data.length } }],
-      parameters: { binary_data_output: true },
-    }));
-    const big = Buffer.concat([header, data]);
-    const r = await load(`http://127.0.0.1:${nereid.http}/v2/models/identity_fp32/infer`, big,
-      { 'inference-header-content-length': String(header.length), 'content-type': 'application/octet-stream' }, 4, Math.max(3, Math.floor(SECONDS / 2)));
-    const perSec = r.requests.average;
-    const gbps = (perSec * data.length * 2) / 1e9;
-    console.log(`nereid     ${fmt(perSec, 1)} req/s   p50 ${fmt(r.latency.p50, 2)} ms   p99 ${fmt(r.latency.p99, 2)} ms   errors ${r.errors + r.non2xx}`);
-    console.log(`tensor payload in+out: ${fmt(gbps, 2)} GB/s (target >= 1 GB/s)`);
+    console.log('\nidentity_fp32, 1M-element FP32 tensor (4 MiB), binary in and out, keep-alive node:http client');
+    const { body: big, headerLength, payload } = makeBody(1 << 20);
+    const echo = await startScript(path.join(__dirname, 'echo-server.js'));
+    try {
+      for (const conc of [1, 4]) {
+        const e = await measure(echo.port, '/', big, {}, payload, conc, 60);
+        const n = await measure(nereid.http, '/v2/models/identity_fp32/infer', big,
+          { 'inference-header-content-length': String(headerLength), 'content-type': 'application/octet-stream' }, payload, conc, 60);
+        console.log(`concurrency ${conc}: echo ceiling ${fmt(e.gbps, 2)} GB/s   nereid ${fmt(n.gbps, 2)} GB/s (p50 ${fmt(n.p50, 1)} ms)   ` +
+          `ratio ${fmt(n.gbps / e.gbps, 2)}x   (target >= 1 GB/s)`);
+      }
+    } finally {
+      await echo.stop();
+    }
     console.log(`\nnereid ready in ${nereid.readyMs} ms`);
   } finally {
     await nereid.stop();

@@ -202,7 +202,8 @@ export function decodeInferRequest(
 }
 
 export interface EncodedResponse {
-  body: Buffer;
+  /** The JSON header, then each binary output's bytes (views of the output tensors, not copies). */
+  parts: Uint8Array[];
   /** Set when the body has a binary section. */
   headerLength?: number;
 }
@@ -210,17 +211,13 @@ export interface EncodedResponse {
 /** The internal response → v2 JSON (+ binary section for outputs asked in binary). */
 export function encodeInferResponse(response: InferenceResponse, form: OutputForm): EncodedResponse {
   const chunks: Uint8Array[] = [];
-  let binaryBytes = 0;
   const outputs = response.outputs.map((t) => {
     const binary = form.binary.get(t.name) ?? form.defaultBinary;
     const out: Record<string, unknown> = { name: t.name, datatype: t.datatype, shape: t.shape };
     if (binary) {
       const bytes = tensorDataToBytes(t);
       out.parameters = { binary_data_size: bytes.byteLength };
-      if (bytes.byteLength > 0) {
-        chunks.push(bytes);
-        binaryBytes += bytes.byteLength;
-      }
+      if (bytes.byteLength > 0) chunks.push(bytes);
     } else {
       out.data = encodeJsonData(t);
     }
@@ -237,13 +234,6 @@ export function encodeInferResponse(response: InferenceResponse, form: OutputFor
   }
   json.outputs = outputs;
   const header = Buffer.from(JSON.stringify(json));
-  if (chunks.length === 0) return { body: header };
-  const body = Buffer.allocUnsafe(header.length + binaryBytes);
-  header.copy(body, 0);
-  let off = header.length;
-  for (const c of chunks) {
-    body.set(c, off);
-    off += c.byteLength;
-  }
-  return { body, headerLength: header.length };
+  if (chunks.length === 0) return { parts: [header] };
+  return { parts: [header, ...chunks], headerLength: header.length };
 }

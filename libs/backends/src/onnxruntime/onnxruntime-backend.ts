@@ -50,11 +50,13 @@ export class OnnxRuntimeBackend implements Backend {
     const file = await resolveModelFile(config, ctx.versionDir);
     const options = sessionOptionsFor(config, ctx.instance);
     let thread = sessionThreadOf(config);
+    // A model light enough for the event loop gains nothing from a thread pool, only wake-ups.
+    const inlineOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, ...options };
     let runner: SessionRunner;
     try {
       if (thread === 'auto') {
         // Probe on the event loop; a model too heavy for it moves to a worker thread.
-        const inline = await InlineSessionRunner.open(file, options);
+        const inline = await InlineSessionRunner.open(file, inlineOptions);
         const micros = await probeRunMicros(inline, config);
         if (micros !== undefined && micros <= EVENT_LOOP_BUDGET_US) {
           thread = 'event_loop';
@@ -68,7 +70,7 @@ export class OnnxRuntimeBackend implements Backend {
       } else {
         runner = thread === 'worker'
           ? await WorkerSessionRunner.open(file, options)
-          : await InlineSessionRunner.open(file, options);
+          : await InlineSessionRunner.open(file, inlineOptions);
       }
     } catch (e) {
       throw InferenceError.internal(`failed to load model '${modelName}' version ${ctx.version} from '${file}': ${message(e)}`);

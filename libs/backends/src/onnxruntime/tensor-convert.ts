@@ -25,10 +25,9 @@ export function ortTypeFor(t: Tensor, modelName: string): OrtType {
 export function joinData(parts: readonly Tensor[], type: OrtType, copy: boolean): OrtData {
   if (type === 'string') return parts.flatMap((p) => bytesOf(p).map((b) => utf8Decoder.decode(b)));
   const Ctor = ORT_ARRAY[type];
-  // onnxruntime-node reads a typed array from the start of its ArrayBuffer, ignoring byteOffset:
-  // only a view that starts at offset 0 can be handed over as it is.
+  // A single part is handed over as it is (onnxruntime-node honours the view's byteOffset).
   const only = parts.length === 1 ? parts[0].data : undefined;
-  if (!copy && only instanceof Ctor && only.byteOffset === 0) return only;
+  if (!copy && only instanceof Ctor) return only;
   let byteLength = 0;
   for (const p of parts) byteLength += numericOf(p).byteLength;
   const out = new Uint8Array(byteLength);
