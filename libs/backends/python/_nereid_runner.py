@@ -102,7 +102,7 @@ class ModelRunner:
         cid = q["cids"] if "cids" in q else int(q.get("cidi", "0"))
         outputs = set(q["out"]) if q.get("out") is not None else None
         return InferenceRequest._received(
-            (batch, index), q.get("id", ""), cid, decode_tensors(q["in"], blob), outputs,
+            (batch, index), q.get("id", ""), cid, decode_tensors(self.runtime.conn, q["in"], blob), outputs,
             q.get("fl", 0), q.get("to", 0), q.get("p", "{}"))
 
     def _call_execute(self, requests):

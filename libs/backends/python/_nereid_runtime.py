@@ -16,8 +16,8 @@ from _nereid_types import InferenceResponse
 _LOG_LEVELS = {0: "info", 1: "warn", 2: "error", 3: "verbose"}
 
 
-def decode_tensors(descs, blob):
-    return [Tensor._from_wire(d["n"], d["t"], d["s"], ipc.read_tensor_bytes(d, blob)) for d in descs]
+def decode_tensors(conn, descs, blob):
+    return [Tensor._from_wire(d["n"], d["t"], d["s"], ipc.read_tensor_bytes(conn, d, blob)) for d in descs]
 
 
 def encode_tensors(builder, tensors, allowed=None, inputs=()):
@@ -49,12 +49,12 @@ def encode_response(builder, response, allowed, inputs=()):
     return out
 
 
-def decode_response(header, blob):
+def decode_response(conn, header, blob):
     if header is None:
         return InferenceResponse([])
     if "err" in header:
         return InferenceResponse([], error=TritonError(header["err"]["m"], header["err"]["c"]))
-    return InferenceResponse(decode_tensors(header.get("o", []), blob), parameters=header.get("p", "{}"))
+    return InferenceResponse(decode_tensors(conn, header.get("o", []), blob), parameters=header.get("p", "{}"))
 
 
 class Runtime:
@@ -123,7 +123,7 @@ class Runtime:
                 self._pending.pop(bls_id, None)
         if channel is None:
             return
-        response = decode_response(header.get("r"), blob)
+        response = decode_response(self.conn, header.get("r"), blob)
         if isinstance(channel, concurrent.futures.Future):
             channel.set_result(response)
         else:

@@ -62,6 +62,7 @@ def main(argv):
     while True:
         frame = runtime.next_command()
         if frame is None:  # the server went away
+            conn.remove_shm_files()
             os._exit(0)
         msg_type, header, blob = frame
         if msg_type == ipc.MSG_EXECUTE:

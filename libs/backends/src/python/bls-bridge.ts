@@ -38,7 +38,7 @@ export class BlsBridge {
     const h = raw as unknown as BlsHeader;
     let inputs: Tensor[];
     try {
-      inputs = await decodeTensors(h.in, blob);
+      inputs = await decodeTensors(h.in, blob, this.port.shm());
     } catch (e) {
       await this.reply(h.id, toInferenceError(e), true);
       return;

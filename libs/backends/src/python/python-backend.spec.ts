@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import type { ModelInstance } from '../backend';
 import { PythonBackend } from './python-backend';
 import { bytes, config, f32, FIXTURES, loadContext, MODELS, request, run, text, values, type LogLine } from './testing';
@@ -73,6 +74,30 @@ describe('PythonBackend: example models', () => {
     } finally {
       await inst.unload();
     }
+  });
+
+  it('reuses shared-memory files, never while a model still holds an input array over one', async () => {
+    const prefixFiles = (inst: ModelInstance): string[] => {
+      const shm = (inst as unknown as { proc: { shm: { dir: string; prefix: string } } }).proc.shm;
+      return readdirSync(shm.dir).filter((n) => n.startsWith(shm.prefix));
+    };
+    const inst = await backend.loadInstance(loadContext(FIXTURES, config('hoard', [io('INPUT0', 'TYPE_FP32', [-1])], [io('OUTPUT0', 'TYPE_FP32', [-1])])));
+    try {
+      const n = 1 << 16; // 256 KiB: above the shared-memory threshold
+      const tensor = (v: number) => ({ name: 'INPUT0', datatype: 'FP32' as const, shape: [n], data: new Float32Array(n).fill(v) });
+      for (let k = 1; k <= 12; k++) {
+        const [s] = await run(inst, [request('hoard', [tensor(k)])]);
+        expect(s.error).toBeUndefined();
+        const got = s.output('OUTPUT0')?.data as Float32Array;
+        expect(got.length).toBe(n);
+        expect(got.every((x) => x === 1)).toBe(true);
+      }
+      // one file held by the model, a few free ones on each side: not one per request
+      expect(prefixFiles(inst).length).toBeLessThanOrEqual(6);
+    } finally {
+      await inst.unload();
+    }
+    expect(prefixFiles(inst)).toEqual([]);
   });
 
   it('runs finalize on unload and its log line reaches the log', async () => {

@@ -220,7 +220,7 @@ export class PythonModelInstance implements ModelInstance {
     if (!wire) return this.open.deliver(key, undefined, final);
     try {
       const descs = wire.o ?? [];
-      const outputs = needsFileRead(descs) ? await decodeTensors(descs, blob, request.inputs) : decodeInlineTensors(descs, blob, request.inputs);
+      const outputs = needsFileRead(descs) ? await decodeTensors(descs, blob, this.proc.shm, request.inputs) : decodeInlineTensors(descs, blob, request.inputs);
       this.open.deliver(key, makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, wire.p), final);
     } catch (e) {
       this.open.fail(key, toInferenceError(e));

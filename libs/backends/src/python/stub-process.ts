@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
 import { encodeFrame, FrameReader, type BlobBuilder, type Frame } from './frames';
+import { ShmPool } from './shm-pool';
 import type { ShmSettings } from './wire-tensors';
 
 /** Folder holding stub.py and Nereid's triton_python_backend_utils.py (same layout in src and dist). */
@@ -51,7 +52,9 @@ export class StubProcess {
     private readonly log: LogFn,
     onFrame: (frame: Frame) => void,
   ) {
-    this.shm = { dir: defaultShmDir(), prefix: `nereid-py-${process.pid}-${randomBytes(6).toString('hex')}-`, threshold: launch.shmThreshold };
+    const dir = defaultShmDir();
+    const prefix = `nereid-py-${process.pid}-${randomBytes(6).toString('hex')}-`;
+    this.shm = { dir, prefix, threshold: launch.shmThreshold, pool: new ShmPool(dir, prefix), released: [] };
     const args = ['-u', STUB_SCRIPT, '3', this.shm.dir, this.shm.prefix, String(this.shm.threshold)];
     this.child = spawn(launch.python, args, {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
@@ -59,7 +62,11 @@ export class StubProcess {
     });
     const channel = this.child.stdio[3] as unknown as Writable & NodeJS.ReadableStream;
     this.channel = channel;
-    const reader = new FrameReader(onFrame);
+    const reader = new FrameReader((frame) => {
+      const released = frame.header.rel;
+      if (Array.isArray(released)) this.shm.pool.release(released as string[]);
+      onFrame(frame);
+    });
     channel.on('data', (chunk: Buffer) => reader.push(chunk));
     channel.on('error', () => undefined);
     this.forwardLines(this.child.stdout, (line) => this.log('info', line));
@@ -76,8 +83,8 @@ export class StubProcess {
       });
       this.child.once('exit', (code, signal) => {
         this.alive = false;
-        void this.removeShmFiles();
-        resolve({ code, signal });
+        this.shm.pool.closeAll();
+        void this.removeShmFiles().then(() => resolve({ code, signal }));
       });
     });
   }
@@ -97,7 +104,8 @@ export class StubProcess {
 
   send(type: number, header: object, blob?: BlobBuilder): void {
     if (!this.alive) return;
-    const chunks = encodeFrame(type, header, blob);
+    const released = this.shm.released;
+    const chunks = encodeFrame(type, released.length > 0 ? { ...header, rel: released.splice(0) } : header, blob);
     if (chunks.length === 1) {
       this.channel.write(chunks[0]);
       return;

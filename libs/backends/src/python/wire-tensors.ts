@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { InferenceError } from '@nereid/protocol';
 import { elementCount, isDataType, type DataType, type Tensor, type TensorData } from '@nereid/tensor';
 import type { BlobBuilder } from './frames';
+import type { ShmPool } from './shm-pool';
 
 /** A tensor as the frame header describes it: inline in the blob (`o`) or in a shm file (`f`). */
 export interface WireTensor {
@@ -23,6 +24,10 @@ export interface ShmSettings {
   prefix: string;
   /** Tensors of at least this many bytes travel through a shm file. */
   threshold: number;
+  /** The server's files for large tensors it sends. */
+  pool: ShmPool;
+  /** The stub's files the server has read (handed back in the next frame's `rel`). */
+  released: string[];
 }
 
 type NumericCtor = {
@@ -35,8 +40,6 @@ const VIEW: Readonly<Record<Exclude<DataType, 'BYTES'>, NumericCtor>> = {
   INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, INT64: BigInt64Array,
   FP16: Uint16Array, FP32: Float32Array, FP64: Float64Array, BF16: Uint16Array,
 };
-
-let shmCounter = 0;
 
 /** The wire bytes of a tensor (BYTES: u32 LE length + bytes per element). */
 export function tensorBytes(t: Tensor): Uint8Array {
@@ -55,9 +58,9 @@ export function tensorBytes(t: Tensor): Uint8Array {
 }
 
 /**
- * Describes tensors for a frame. Small ones go inline into `blob`; large ones are written to shm
- * files (the stub maps them and unlinks them). Returns the descriptors and, when files are being
- * written, a promise to await before the frame is sent.
+ * Describes tensors for a frame. Small ones go inline into `blob`; large ones are written to files
+ * of the pool (the stub maps them and hands them back). Returns the descriptors and, when files are
+ * being written, a promise to await before the frame is sent.
  */
 export function encodeTensors(
   tensors: readonly Tensor[],
@@ -70,8 +73,9 @@ export function encodeTensors(
     const bytes = tensorBytes(t);
     const desc: WireTensor = { n: t.name, t: t.datatype, s: t.shape, l: bytes.byteLength };
     if (bytes.byteLength >= shm.threshold) {
-      desc.f = path.join(shm.dir, `${shm.prefix}n${++shmCounter}`);
-      writes.push(writeWhole(desc.f, bytes));
+      const { path: file, written } = shm.pool.write(bytes);
+      desc.f = file;
+      writes.push(written);
     } else {
       desc.o = blob.add(bytes);
     }
@@ -93,14 +97,22 @@ export function decodeInlineTensors(descs: readonly WireTensor[], blob: Uint8Arr
   return descs.map((d) => (d.a !== undefined ? aliasOf(d, inputs) : toTensor(d, blob.subarray(d.o ?? 0, (d.o ?? 0) + d.l))));
 }
 
-/** Decodes descriptors, reading (and unlinking) shm files. */
-export async function decodeTensors(descs: readonly WireTensor[], blob: Uint8Array, inputs: readonly Tensor[] = []): Promise<Tensor[]> {
+/** Decodes descriptors, reading the stub's shm files (listed in `shm.released` once read). */
+export async function decodeTensors(
+  descs: readonly WireTensor[],
+  blob: Uint8Array,
+  shm: ShmSettings,
+  inputs: readonly Tensor[] = [],
+): Promise<Tensor[]> {
   return Promise.all(
     descs.map(async (d) => {
       if (d.f === undefined) return decodeInlineTensors([d], blob, inputs)[0];
-      const bytes = await readWhole(d.f, d.l);
-      await fsp.unlink(d.f).catch(() => undefined);
-      return toTensor(d, bytes);
+      if (!d.f.startsWith(path.join(shm.dir, shm.prefix))) throw InferenceError.internal(`python stub named a file outside its shared-memory folder: '${d.f}'`);
+      try {
+        return toTensor(d, await readWhole(d.f, d.l));
+      } finally {
+        shm.released.push(d.f);
+      }
     }),
   );
 }
@@ -109,17 +121,6 @@ function aliasOf(d: WireTensor, inputs: readonly Tensor[]): Tensor {
   const source = inputs[d.a ?? -1];
   if (!source || source.datatype !== d.t) throw InferenceError.internal(`python model returned tensor '${d.n}' as an unknown input`);
   return { name: d.n, datatype: source.datatype, shape: d.s, data: source.data };
-}
-
-/** One write call (fs.promises.writeFile would split large buffers into 512 KiB chunks). */
-async function writeWhole(file: string, bytes: Uint8Array): Promise<void> {
-  const handle = await fsp.open(file, 'w', 0o600);
-  try {
-    let done = 0;
-    while (done < bytes.byteLength) done += (await handle.write(bytes, done, bytes.byteLength - done)).bytesWritten;
-  } finally {
-    await handle.close();
-  }
 }
 
 async function readWhole(file: string, length: number): Promise<Uint8Array> {
