@@ -64,6 +64,10 @@ def wire_type_of(dtype):
     return _NUMPY_TO_WIRE.get(np.dtype(dtype))
 
 
+# One encoder for every header: json.dumps with non-default separators builds a new one per call.
+_HEADER_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def _pad8(n):
     return (8 - n % 8) % 8
 
@@ -220,7 +224,7 @@ class Connection:
             while self._done_with:
                 done.append(self._done_with.pop())
             header["rel"] = done
-        head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+        head = _HEADER_ENCODER.encode(header).encode("utf-8")
         pad = _pad8(8 + len(head))
         blob_size = builder.size if builder else 0
         body_len = 8 + len(head) + pad + blob_size

@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+'use strict';
+// bench/python-backend/bridge.js: the server <-> stub bridge alone, in one process, no HTTP.
+//   a. small tensors: round trip of one execute through a PythonModelInstance (INT32 [1,16] sum and
+//      difference) against the floor of the same transport: a bare python3 echo loop answering a
+//      frame of the same size over the same kind of inherited socket;
+//   b. 16 MiB FP32 through a pass-through model (output = input, goes back by reference) and through
+//      a model that copies it (output travels back through a shared-memory file), against a memory
+//      ceiling: copying the same bytes twice into fresh buffers in Node.
+// Usage: node bench/python-backend/bridge.js [small round trips=3000]   (needs `npm run build`)
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { ROOT, fmt } = require('../lib/util');
+
+const DIST = path.join(ROOT, 'dist/libs/backends/src/python');
+const N = Number(process.argv[2] || 3000);
+const BIG_ELEMS = 4 << 20;
+const BIG_ITERS = 20;
+
+const SUM_MODEL = `import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            a = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
+        return out
+`;
+
+const COPY_MODEL = `import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", r.inputs()[0].as_numpy().copy())]) for r in requests]
+`;
+
+// Reads length-prefixed frames on fd 3 and writes each one back unchanged.
+const ECHO = `import os, struct
+fd = 3
+buf = b""
+while True:
+    while len(buf) < 4:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            raise SystemExit(0)
+        buf += chunk
+    (n,) = struct.unpack_from("<I", buf)
+    while len(buf) < 4 + n:
+        buf += os.read(fd, 65536)
+    os.write(fd, buf[:4 + n])
+    buf = buf[4 + n:]
+`;
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
+}
+
+function makeRepo() {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bridge-'));
+  for (const [name, source] of [['py_sum', SUM_MODEL], ['py_copy', COPY_MODEL]]) {
+    fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
+    fs.writeFileSync(path.join(repo, name, '1', 'model.py'), source);
+  }
+  fs.cpSync(path.join(ROOT, 'test/fixtures/python/identity'), path.join(repo, 'identity'), { recursive: true });
+  return repo;
+}
+
+/** Round trips of a `bytes`-long frame through a python3 echo loop on fd 3 (p50/p99 µs). */
+async function transportFloor(bytes, count) {
+  const child = spawn('python3', ['-c', ECHO], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+  const sock = child.stdio[3];
+  const frame = Buffer.alloc(4 + bytes);
+  frame.writeUInt32LE(bytes, 0);
+  let pending;
+  let have = 0;
+  sock.on('data', (c) => {
+    have += c.length;
+    if (have >= frame.length) {
+      have -= frame.length;
+      pending();
+    }
+  });
+  const lat = [];
+  for (let i = 0; i < count + 200; i++) {
+    const t = process.hrtime.bigint();
+    await new Promise((resolve) => {
+      pending = resolve;
+      sock.write(frame);
+    });
+    if (i >= 200) lat.push(Number(process.hrtime.bigint() - t) / 1000);
+  }
+  child.kill();
+  lat.sort((a, b) => a - b);
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
+}
+
+async function main() {
+  const T = require(path.join(DIST, 'testing.js'));
+  const { PythonBackend } = require(path.join(DIST, 'python-backend.js'));
+  const backend = new PythonBackend();
+  const repo = makeRepo();
+  const io = (name, type, dims) => [name, type, dims];
+  console.log(`bench/python-backend/bridge: ${os.cpus().length} cpus, node ${process.version}, ${N} small round trips, ${BIG_ITERS} x 16 MiB`);
+
+  const sumCfg = T.config('py_sum', [io('INPUT0', 'TYPE_INT32', [1, 16]), io('INPUT1', 'TYPE_INT32', [1, 16])],
+    [io('OUTPUT0', 'TYPE_INT32', [1, 16]), io('OUTPUT1', 'TYPE_INT32', [1, 16])]);
+  const sum = await backend.loadInstance(T.loadContext(repo, sumCfg));
+  const a = Array.from({ length: 16 }, (_, i) => i);
+  const lat = [];
+  for (let i = 0; i < N + 200; i++) {
+    const t = process.hrtime.bigint();
+    const [s] = await T.run(sum, [T.request('py_sum', [T.i32('INPUT0', a, [1, 16]), T.i32('INPUT1', a, [1, 16])])]);
+    if (s.error) throw s.error;
+    if (i >= 200) lat.push(Number(process.hrtime.bigint() - t) / 1000);
+  }
+  await sum.unload();
+  lat.sort((x, y) => x - y);
+  // the EXECUTE frame of this request is ~330 bytes; its answer is about the same
+  const floor = await transportFloor(330, N);
+
+  const big = new Float32Array(BIG_ELEMS).map((_, i) => i % 1000);
+  const bigRuns = {};
+  for (const name of ['identity', 'py_copy']) {
+    const inst = await backend.loadInstance(T.loadContext(repo, T.config(name, [io('INPUT0', 'TYPE_FP32', [-1])], [io('OUTPUT0', 'TYPE_FP32', [-1])])));
+    const times = [];
+    for (let i = 0; i < BIG_ITERS + 2; i++) {
+      const t = process.hrtime.bigint();
+      const [s] = await T.run(inst, [T.request(name, [{ name: 'INPUT0', datatype: 'FP32', shape: [BIG_ELEMS], data: big }])]);
+      if (s.error) throw s.error;
+      const out = s.output('OUTPUT0').data;
+      if (i === 0 && Buffer.compare(Buffer.from(out.buffer, out.byteOffset, out.byteLength), Buffer.from(big.buffer)) !== 0) {
+        throw new Error(`${name} returned different bytes`);
+      }
+      if (i >= 2) times.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    await inst.unload();
+    times.sort((x, y) => x - y);
+    bigRuns[name] = percentile(times, 50);
+  }
+  const copies = [];
+  const src = Buffer.from(big.buffer);
+  for (let i = 0; i < BIG_ITERS; i++) {
+    const t = process.hrtime.bigint();
+    const one = Buffer.allocUnsafeSlow(src.length);
+    src.copy(one);
+    const two = Buffer.allocUnsafeSlow(src.length);
+    one.copy(two);
+    copies.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  copies.sort((x, y) => x - y);
+  const memcpyMs = percentile(copies, 50);
+  fs.rmSync(repo, { recursive: true, force: true });
+
+  const gbps = (ms) => (2 * big.byteLength) / (ms / 1000) / 1e9;
+  console.log('\nsmall tensors (INT32 [1,16] x2 in, x2 out), one execute per round trip');
+  console.log(`  python instance round trip     p50 ${fmt(percentile(lat, 50)).padStart(5)} µs   p99 ${fmt(percentile(lat, 99)).padStart(5)} µs`);
+  console.log(`  bare python3 echo, same socket p50 ${fmt(floor.p50).padStart(5)} µs   p99 ${fmt(floor.p99).padStart(5)} µs   (transport floor)`);
+  console.log(`  bridge above the floor         p50 ${fmt(percentile(lat, 50) - floor.p50).padStart(5)} µs   (decode, pb_utils objects, the model's numpy work, encode, both sides)`);
+  console.log('\n16 MiB FP32 in and out (payload counted twice)');
+  console.log(`  pass-through model (identity)  ${fmt(gbps(bigRuns.identity), 2).padStart(5)} GB/s   p50 ${fmt(bigRuns.identity, 1)} ms`);
+  console.log(`  copying model (py_copy)        ${fmt(gbps(bigRuns.py_copy), 2).padStart(5)} GB/s   p50 ${fmt(bigRuns.py_copy, 1)} ms`);
+  console.log(`  two fresh copies in Node       ${fmt(gbps(memcpyMs), 2).padStart(5)} GB/s   p50 ${fmt(memcpyMs, 1)} ms   (memory ceiling)`);
+  console.log(`  ratio copying model / ceiling  ${fmt(bigRuns.py_copy ? memcpyMs / bigRuns.py_copy : 0, 2)}x`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
