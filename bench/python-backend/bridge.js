@@ -13,24 +13,12 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, fmt } = require('../lib/util');
+const { SUM_MODEL } = require('./models');
 
 const DIST = path.join(ROOT, 'dist/libs/backends/src/python');
 const N = Number(process.argv[2] || 3000);
 const BIG_ELEMS = 4 << 20;
 const BIG_ITERS = 20;
-
-const SUM_MODEL = `import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for r in requests:
-            a = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
-            b = pb_utils.get_input_tensor_by_name(r, "INPUT1").as_numpy()
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
-        return out
-`;
 
 const COPY_MODEL = `import triton_python_backend_utils as pb_utils
 

@@ -15,6 +15,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, MAIN, freePort, waitFor, startScript, stop, fmt } = require('../lib/util');
+const { SUM_MODEL: PY_SUM_MODEL } = require('./models');
 
 const SEQ = Number(process.argv[2] || 2000);
 const CONCURRENCY = 16;
@@ -37,20 +38,6 @@ output [
   { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
 ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
-`;
-
-const PY_SUM_MODEL = `import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-            responses.append(pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
-        return responses
 `;
 
 function makeRepo() {
