@@ -7,7 +7,11 @@
  * alternating baseline/Nereid. Prints throughput, p50/p99 and the Nereid/baseline ratio.
  *
  *   node bench/grpc-infer/run.js [--seconds 10] [--concurrency 16] [--rounds 2]
- *                                [--session-thread worker|event_loop]
+ *                                [--session-thread worker|event_loop] [--nest]
+ *
+ * `--nest` adds a third server: the same Nereid core with ModelInfer served through
+ * @nestjs/microservices (Transport.GRPC) instead of grpc-js directly (bench/grpc-infer/nest-front.ts),
+ * to compare the two ways of serving gRPC that the issue allowed.
  *
  * `--session-thread` runs Nereid on a copy of models/simple whose config sets the onnxruntime
  * backend's `session_thread` parameter (default: whatever models/simple/config.pbtxt says).
@@ -30,6 +34,7 @@ const SECONDS = Number(arg('seconds', 10));
 const CONCURRENCY = Number(arg('concurrency', 16));
 const ROUNDS = Number(arg('rounds', 2));
 const SESSION_THREAD = arg('session-thread', undefined);
+const MODES = process.argv.includes('--nest') ? ['baseline', 'nereid', 'nest'] : ['baseline', 'nereid'];
 
 /** The repository Nereid serves: models/ itself, or a temp copy of simple with session_thread set. */
 function repositoryFor(sessionThread) {
@@ -135,9 +140,9 @@ function summarize(runs) {
 }
 
 async function main() {
-  const runs = { baseline: [], nereid: [] };
+  const runs = Object.fromEntries(MODES.map((m) => [m, []]));
   for (let r = 0; r < ROUNDS; r++) {
-    for (const mode of ['baseline', 'nereid']) {
+    for (const mode of MODES) {
       const result = await measure(mode);
       runs[mode].push(result);
       const s = summarize([result]);
@@ -146,14 +151,16 @@ async function main() {
   }
   const base = summarize(runs.baseline);
   const ner = summarize(runs.nereid);
+  const nest = runs.nest ? summarize(runs.nest) : undefined;
   const thread = SESSION_THREAD ? `, session_thread=${SESSION_THREAD}` : '';
   console.log(`\ngRPC ModelInfer, models/simple${thread}, concurrency ${CONCURRENCY}, ${ROUNDS} x ${SECONDS}s each`);
   console.log('server     infer/s   p50 ms   p99 ms   calls');
-  for (const [name, s] of [['baseline', base], ['nereid', ner]]) {
+  for (const [name, s] of [['baseline', base], ['nereid', ner], ...(nest ? [['nest-grpc', nest]] : [])]) {
     console.log(`${name.padEnd(9)} ${s.rps.toFixed(0).padStart(8)} ${s.p50.toFixed(2).padStart(8)} ${s.p99.toFixed(2).padStart(8)} ${String(s.n).padStart(7)}`);
   }
   const ratio = ner.rps / base.rps;
   console.log(`\nratio nereid/baseline (throughput): ${ratio.toFixed(2)} (target >= 0.80)`);
+  if (nest) console.log(`ratio nest-grpc/baseline (throughput): ${(nest.rps / base.rps).toFixed(2)}   nest-grpc/nereid: ${(nest.rps / ner.rps).toFixed(2)}`);
   return ratio;
 }
 
