@@ -57,7 +57,7 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
         if (req.method === 'POST') {
           const target = matchInferPath(req.url ?? '');
           if (target) {
-            void fastPath.handle(req, res, target[0], target[1]);
+            fastPath.handle(req, res, target[0], target[1]);
             return;
           }
         }
