@@ -101,14 +101,13 @@ export class WorkerHost implements WorkerChannel {
     for (const item of items) batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
     const started = performance.now();
     for (const item of items) item.startedAt = started;
-    const t0 = process.hrtime.bigint();
     try {
       await target.execute(items);
     } catch (e) {
       const err = toInferenceError(e);
       for (const item of items) item.sink.fail(err);
     }
-    const computeNs = Number(process.hrtime.bigint() - t0);
+    const computeNs = Math.round((performance.now() - started) * 1e6);
     this.services.onBatch({ key, batchSize, requestCount: items.length, computeNs });
   }
 

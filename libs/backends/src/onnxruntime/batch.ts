@@ -17,7 +17,7 @@ export interface BatchModel {
 
 /** Requests that can share one session run: same inputs, datatypes and non-batch shapes. */
 export function groupCompatible(items: readonly ExecutionItem[], batching: boolean): ExecutionItem[][] {
-  if (!batching) return items.map((i) => [i]);
+  if (!batching || items.length === 1) return items.map((i) => [i]);
   const groups = new Map<string, ExecutionItem[]>();
   for (const item of items) {
     const key = item.request.inputs

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError } from '@nereid/protocol';
 import { OnnxRuntimeBackend } from './onnxruntime-backend';
+import { EVENT_LOOP_BUDGET_US } from './session-probe';
 import { FIXTURES, MODELS, fp32, loadContext, outputOf, probe, request } from './onnxruntime.testing';
 
 const backend = new OnnxRuntimeBackend();
@@ -158,6 +159,14 @@ describe('OnnxRuntimeBackend session placement (session_thread auto)', () => {
     return lines.join('\n');
   }
 
+  /** The probe's figure and the thread chosen, from the load log. */
+  function probed(log: string): { micros: number; thread: string } {
+    const micros = /probe of '[^']+': (\d+) us/.exec(log);
+    const thread = /(event_loop|worker) thread/.exec(log);
+    if (!micros || !thread) throw new Error(`no probe or placement in the load log:\n${log}`);
+    return { micros: Number(micros[1]), thread: thread[1] };
+  }
+
   it('keeps a tiny model on the event loop and moves a heavy one to a worker thread', async () => {
     const simple: ModelConfig = {
       name: 'simple',
@@ -165,13 +174,18 @@ describe('OnnxRuntimeBackend session placement (session_thread auto)', () => {
       input: ['INPUT0', 'INPUT1'].map((name) => ({ name, data_type: 'TYPE_INT32', dims: [16] })),
       output: ['OUTPUT0', 'OUTPUT1'].map((name) => ({ name, data_type: 'TYPE_INT32', dims: [16] })),
     };
-    expect(await placement(path.join(MODELS, 'simple'), simple)).toMatch(/event_loop thread/);
+    const small = probed(await placement(path.join(MODELS, 'simple'), simple));
     const mlp: ModelConfig = {
       name: 'mlp',
       max_batch_size: 64,
       input: [{ name: 'INPUT', data_type: 'TYPE_FP32', dims: [512] }],
       output: [{ name: 'OUTPUT', data_type: 'TYPE_FP32', dims: [512] }],
     };
-    expect(await placement(path.join(MODELS, 'mlp'), mlp)).toMatch(/worker thread/);
+    const heavy = probed(await placement(path.join(MODELS, 'mlp'), mlp));
+    // The placement follows the probe (a loaded machine can slow even `simple` past the budget) ...
+    for (const p of [small, heavy]) expect(p.thread).toBe(p.micros <= EVENT_LOOP_BUDGET_US ? 'event_loop' : 'worker');
+    // ... and the probe tells the two models apart: a batch of 64 through four 512-wide layers.
+    expect(heavy.micros).toBeGreaterThan(small.micros);
+    expect(heavy.thread).toBe('worker');
   });
 });
