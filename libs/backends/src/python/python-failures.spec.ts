@@ -82,6 +82,23 @@ describe('PythonBackend: failures', () => {
     expect(logs.some((l) => l.level === 'error' && l.message.includes('restarting'))).toBe(true);
   });
 
+  it('takes a second batch while the first runs; a crash fails both batches in flight', async () => {
+    const inst = track(await load('crash', [], [one('MODE', 'TYPE_INT32')], [one('PID', 'TYPE_INT64')]));
+    expect(inst.concurrency).toBe(2);
+    const [a, b] = await Promise.all([
+      run(inst, [request('crash', [i32('MODE', [0])])]),
+      run(inst, [request('crash', [i32('MODE', [0])])]),
+    ]);
+    expect(values(a[0].output('PID'))).toEqual(values(b[0].output('PID')));
+    const [dying, queued] = await Promise.all([
+      run(inst, [request('crash', [i32('MODE', [1])])]),
+      run(inst, [request('crash', [i32('MODE', [0])])]),
+    ]);
+    for (const s of [dying[0], queued[0]]) expect(s.error?.message).toContain('killed by signal SIGKILL');
+    const [after] = await run(inst, [request('crash', [i32('MODE', [0])])]);
+    expect(after.error).toBeUndefined();
+  });
+
   it('reports a missing interpreter as a load failure', async () => {
     const b = new PythonBackend({ pythonExecutable: '/nonexistent/python3' });
     await expect(b.loadInstance(loadContext(FIXTURES, config('identity', [one('INPUT0')], [one('OUTPUT0')])))).rejects.toMatchObject({

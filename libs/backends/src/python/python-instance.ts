@@ -25,6 +25,12 @@ interface Waiter {
 
 /** One model instance = one Python stub process, restarted (re-initialized) when it dies. */
 export class PythonModelInstance implements ModelInstance {
+  /**
+   * Batches handed to the stub at once. The stub still runs one `execute` at a time, as Triton's
+   * does; the second batch waits in its socket, so the stub reads it as soon as the first is done
+   * instead of sleeping until the server has answered the first one and sent the next.
+   */
+  readonly concurrency = 2;
   private proc!: StubProcess;
   private ready: Promise<void> = Promise.resolve();
   private readyFailed = false;
