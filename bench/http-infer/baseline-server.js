@@ -7,10 +7,15 @@ const path = require('node:path');
 const ort = require('onnxruntime-node');
 
 const modelPath = process.argv[2];
-const inputName = process.argv[3] || 'INPUT0';
+// `--nereid-session-options`: the session options Nereid gives a small model on its event loop
+// (one intra-op thread, no spinning) instead of onnxruntime's defaults (a spinning pool).
+const nereidOptions = process.argv.includes('--nereid-session-options');
+const SESSION_OPTIONS = nereidOptions
+  ? { intraOpNumThreads: 1, interOpNumThreads: 1, extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } }
+  : {};
 
 async function main() {
-  const session = await ort.InferenceSession.create(modelPath);
+  const session = await ort.InferenceSession.create(modelPath, SESSION_OPTIONS);
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -65,7 +70,6 @@ async function main() {
   });
   server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
   void path;
-  void inputName;
 }
 
 main();

@@ -243,14 +243,16 @@ export function encodeJsonData(tensor: Tensor): unknown[] {
     );
   }
   if (isBytesData(data)) return data.map((b) => utf8Decoder.decode(b));
+  // Built with push: `new Array(n)` filled by index is a holey array, which JSON.stringify walks
+  // on a slow path, and Array.from goes through the iterator protocol (both measured slower).
   const n = data.length;
-  const out = new Array<unknown>(n);
+  const out: unknown[] = [];
   if (datatype === 'BOOL') {
-    for (let i = 0; i < n; i++) out[i] = data[i] !== 0;
+    for (let i = 0; i < n; i++) out.push(data[i] !== 0);
   } else if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
-    for (let i = 0; i < n; i++) out[i] = Number(data[i]);
+    for (let i = 0; i < n; i++) out.push(Number(data[i]));
   } else {
-    for (let i = 0; i < n; i++) out[i] = data[i];
+    for (let i = 0; i < n; i++) out.push(data[i]);
   }
   return out;
 }
