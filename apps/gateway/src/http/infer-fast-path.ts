@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { InferenceCore } from '@nereid/core';
-import { InferenceError, toInferenceError } from '@nereid/protocol';
+import { InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
@@ -132,10 +132,17 @@ export class InferFastPath {
       res.once('close', () => {
         if (!res.writableEnded) abort.abort();
       });
-      this.core.inferOne(request).then(
-        (response) => respond(req, res, encodeInferResponse(response, form)),
-        (e: unknown) => fail(res, e),
-      );
+      // The observer form of the core (inferOne would add a promise and a microtask per request).
+      let last: InferenceResponse | undefined;
+      this.core.infer(request, {
+        onResponse: (response, final) => {
+          if (response) last = response;
+          if (!final) return;
+          if (last) respond(req, res, encodeInferResponse(last, form));
+          else fail(res, InferenceError.internal(`model '${model}' sent no response`));
+        },
+        onError: (e) => fail(res, e),
+      });
     } catch (e) {
       fail(res, e);
     }

@@ -28,9 +28,9 @@ export class OnnxRuntimeInstance implements ModelInstance {
 
   async execute(items: ExecutionItem[]): Promise<void> {
     const accepted = items.filter((item) => this.checkRequestedOutputs(item));
-    for (const group of groupCompatible(accepted, this.model.maxBatchSize > 0)) {
-      await this.runGroup(group);
-    }
+    const groups = groupCompatible(accepted, this.model.maxBatchSize > 0);
+    if (groups.length === 1) return this.runGroup(groups[0]);
+    for (const group of groups) await this.runGroup(group);
   }
 
   async unload(): Promise<void> {
