@@ -86,8 +86,11 @@ class FrameBuilder:
         length = view.nbytes
         desc = {"n": name, "t": datatype, "s": [int(d) for d in shape], "l": length}
         if length >= self._conn.shm_threshold:
-            desc["f"] = self._conn.write_shm(view)
-            return desc
+            try:
+                desc["f"] = self._conn.write_shm(view)
+                return desc
+            except OSError:
+                pass  # /dev/shm full or unusable: the bytes go inline in the frame instead
         desc["o"] = self.size
         self.parts.append(view)
         pad = _pad8(length)
@@ -113,7 +116,12 @@ class _ShmFile:
         if length > self.capacity:
             if self.map is not None:
                 self.map.close()
-            os.ftruncate(self.fd, length)
+            # Reserve the pages now: a write through the mapping into a full tmpfs would be a SIGBUS,
+            # posix_fallocate is an OSError (ENOSPC) the caller can handle.
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(self.fd, 0, length)
+            else:  # macOS: no fallocate; a full disk shows as an error only when written
+                os.ftruncate(self.fd, length)
             self.map = mmap.mmap(self.fd, length)
             self.capacity = length
         self.map[:length] = view
@@ -131,7 +139,7 @@ class _ShmFile:
 class ShmPool:
     """Files this stub writes large tensors into; the server hands each back once it has read it."""
 
-    MAX_FREE = 4
+    MAX_FREE = 2  # per stub; /dev/shm is often small (64 MB in a default Docker container)
 
     def __init__(self, shm_dir, prefix):
         self._dir = shm_dir

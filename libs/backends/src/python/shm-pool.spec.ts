@@ -53,7 +53,7 @@ describe('ShmPool', () => {
     await Promise.all(files.map((f) => f.written));
     pool.release(files.map((f) => f.path));
     await new Promise((r) => setTimeout(r, 50));
-    expect(files.filter((f) => existsSync(f.path)).length).toBe(4);
+    expect(files.filter((f) => existsSync(f.path)).length).toBe(2);
   });
 
   it('ignores releases of unknown paths', () => {

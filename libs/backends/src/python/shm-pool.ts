@@ -8,8 +8,8 @@ interface PoolFile {
   capacity: number;
 }
 
-/** Free files kept for reuse; more are closed (their names are unlinked with the stub's files). */
-const MAX_FREE = 4;
+/** Free files kept for reuse, per stub (/dev/shm is often small: 64 MB in a default Docker container). */
+const MAX_FREE = 2;
 
 /**
  * The server's pool of shared-memory files for tensors it sends to one stub. Writing into a tmpfs

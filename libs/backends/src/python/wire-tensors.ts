@@ -75,7 +75,14 @@ export function encodeTensors(
     if (bytes.byteLength >= shm.threshold) {
       const { path: file, written } = shm.pool.write(bytes);
       desc.f = file;
-      writes.push(written);
+      // /dev/shm full or unusable: the bytes go inline instead (the frame is sent after every
+      // write has settled, so the blob can still grow and the descriptor change).
+      writes.push(
+        written.catch(() => {
+          delete desc.f;
+          desc.o = blob.add(bytes);
+        }),
+      );
     } else {
       desc.o = blob.add(bytes);
     }
