@@ -112,18 +112,28 @@ describe('OnnxRuntimeInstance on the MLP (worker thread)', () => {
     const config = await backend.autoComplete({ config: { name: 'mlp', max_batch_size: 64 }, modelDir: dir, versionDir: path.join(dir, '1'), defaultMaxBatchSize: 4 });
     const instance = await backend.loadInstance(loadContext(dir, config));
     try {
-      const p = probe(request('mlp', [fp32('INPUT', [64, 512], range(64 * 512, (i) => Math.sin(i)))]));
+      // Four full batches joined into one run (256 rows, several ms of work). While it runs, count
+      // event-loop turns: a session blocking the loop would allow at most the one turn already queued.
+      const probes = [0, 1, 2, 3].map((k) => probe(request('mlp', [fp32('INPUT', [64, 512], range(64 * 512, (i) => Math.sin(i + k)))])));
       let settled = false;
-      void p.result.then(() => {
+      let turns = 0;
+      const all = Promise.all(probes.map((p) => p.result)).then(() => {
         settled = true;
       });
-      const done = instance.execute([p.item]);
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(settled).toBe(false);
-      await done;
-      const out = outputOf(await p.result, 'OUTPUT');
-      expect(out.shape).toEqual([64, 512]);
-      expect((out.data as Float32Array).every(Number.isFinite)).toBe(true);
+      const tick = (): void => {
+        if (settled) return;
+        turns++;
+        setImmediate(tick);
+      };
+      setImmediate(tick);
+      await instance.execute(probes.map((p) => p.item));
+      await all;
+      expect(turns).toBeGreaterThan(1);
+      for (const p of probes) {
+        const out = outputOf(await p.result, 'OUTPUT');
+        expect(out.shape).toEqual([64, 512]);
+        expect((out.data as Float32Array).every(Number.isFinite)).toBe(true);
+      }
     } finally {
       await instance.unload();
     }
