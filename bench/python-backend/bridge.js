@@ -7,7 +7,12 @@
 //   b. 16 MiB FP32 through a pass-through model (output = input, goes back by reference) and through
 //      a model that copies it (output travels back through a shared-memory file), against a memory
 //      ceiling: copying the same bytes twice into fresh buffers in Node.
+//   The small round trips also report CPU time per round trip on each side: the server (this
+//   process, process.cpuUsage, includes the test harness around the instance) and the stub
+//   (/proc/<pid>/task/*/schedstat), which, unlike wall-clock latency, hardly moves with other load.
 // Usage: node bench/python-backend/bridge.js [small round trips=3000]   (needs `npm run build`)
+//   BRIDGE_PROFILE=<file.pstats> runs the small-tensor stub under cProfile (stub_profile.py) and
+//   writes its stats there (read them with `python3 -m pstats <file>`); timings are then inflated.
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -19,6 +24,8 @@ const DIST = path.join(ROOT, 'dist/libs/backends/src/python');
 const N = Number(process.argv[2] || 3000);
 const BIG_ELEMS = 4 << 20;
 const BIG_ITERS = 20;
+// Round trips before measuring: V8 optimizes the server's side meanwhile (a server runs warm).
+const WARMUP = 2000;
 
 const COPY_MODEL = `import triton_python_backend_utils as pb_utils
 
@@ -44,6 +51,26 @@ while True:
     os.write(fd, buf[:4 + n])
     buf = buf[4 + n:]
 `;
+
+/** CPU nanoseconds used so far by every thread of process `pid` (Linux), or NaN. */
+function processCpuNs(pid) {
+  try {
+    let total = 0;
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    }
+    return total;
+  } catch {
+    return NaN;
+  }
+}
+
+/** A python "interpreter" that runs the stub under cProfile (see stub_profile.py). */
+function profilingPython(dir, out) {
+  const wrapper = path.join(dir, 'python-profiled');
+  fs.writeFileSync(wrapper, `#!/bin/sh\nexec python3 ${JSON.stringify(path.join(__dirname, 'stub_profile.py'))} ${JSON.stringify(path.resolve(out))} "$@"\n`, { mode: 0o755 });
+  return wrapper;
+}
 
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))];
@@ -75,38 +102,58 @@ async function transportFloor(bytes, count) {
     }
   });
   const lat = [];
-  for (let i = 0; i < count + 200; i++) {
+  let cpu0;
+  let childCpu0 = 0;
+  for (let i = 0; i < count + WARMUP; i++) {
+    if (i === WARMUP) {
+      cpu0 = process.cpuUsage();
+      childCpu0 = processCpuNs(child.pid);
+    }
     const t = process.hrtime.bigint();
     await new Promise((resolve) => {
       pending = resolve;
       sock.write(frame);
     });
-    if (i >= 200) lat.push(Number(process.hrtime.bigint() - t) / 1000);
+    if (i >= WARMUP) lat.push(Number(process.hrtime.bigint() - t) / 1000);
   }
+  const cpu = process.cpuUsage(cpu0);
+  const childCpuUs = (processCpuNs(child.pid) - childCpu0) / 1000 / count;
   child.kill();
   lat.sort((a, b) => a - b);
-  return { p50: percentile(lat, 50), p99: percentile(lat, 99) };
+  return { p50: percentile(lat, 50), p99: percentile(lat, 99), serverCpuUs: (cpu.user + cpu.system) / count, childCpuUs };
 }
 
 async function main() {
   const T = require(path.join(DIST, 'testing.js'));
   const { PythonBackend } = require(path.join(DIST, 'python-backend.js'));
-  const backend = new PythonBackend();
   const repo = makeRepo();
+  const profile = process.env.BRIDGE_PROFILE;
+  const backend = new PythonBackend();
+  const smallBackend = profile ? new PythonBackend({ pythonExecutable: profilingPython(repo, profile) }) : backend;
   const io = (name, type, dims) => [name, type, dims];
   console.log(`bench/python-backend/bridge: ${os.cpus().length} cpus, node ${process.version}, ${N} small round trips, ${BIG_ITERS} x 16 MiB`);
 
   const sumCfg = T.config('py_sum', [io('INPUT0', 'TYPE_INT32', [1, 16]), io('INPUT1', 'TYPE_INT32', [1, 16])],
     [io('OUTPUT0', 'TYPE_INT32', [1, 16]), io('OUTPUT1', 'TYPE_INT32', [1, 16])]);
-  const sum = await backend.loadInstance(T.loadContext(repo, sumCfg));
+  const sum = await smallBackend.loadInstance(T.loadContext(repo, sumCfg));
+  const stubPid = sum.proc.pid;
   const a = Array.from({ length: 16 }, (_, i) => i);
   const lat = [];
-  for (let i = 0; i < N + 200; i++) {
+  let cpu0;
+  let stubCpu0 = 0;
+  for (let i = 0; i < N + WARMUP; i++) {
+    if (i === WARMUP) {
+      cpu0 = process.cpuUsage();
+      stubCpu0 = processCpuNs(stubPid);
+    }
     const t = process.hrtime.bigint();
     const [s] = await T.run(sum, [T.request('py_sum', [T.i32('INPUT0', a, [1, 16]), T.i32('INPUT1', a, [1, 16])])]);
     if (s.error) throw s.error;
-    if (i >= 200) lat.push(Number(process.hrtime.bigint() - t) / 1000);
+    if (i >= WARMUP) lat.push(Number(process.hrtime.bigint() - t) / 1000);
   }
+  const cpu = process.cpuUsage(cpu0);
+  const serverCpuUs = (cpu.user + cpu.system) / N;
+  const stubCpuUs = (processCpuNs(stubPid) - stubCpu0) / 1000 / N;
   await sum.unload();
   lat.sort((x, y) => x - y);
   // the EXECUTE frame of this request is ~330 bytes; its answer is about the same
@@ -150,6 +197,8 @@ async function main() {
   console.log(`  python instance round trip     p50 ${fmt(percentile(lat, 50)).padStart(5)} µs   p99 ${fmt(percentile(lat, 99)).padStart(5)} µs`);
   console.log(`  bare python3 echo, same socket p50 ${fmt(floor.p50).padStart(5)} µs   p99 ${fmt(floor.p99).padStart(5)} µs   (transport floor)`);
   console.log(`  bridge above the floor         p50 ${fmt(percentile(lat, 50) - floor.p50).padStart(5)} µs   (decode, pb_utils objects, the model's numpy work, encode, both sides)`);
+  console.log(`  CPU per round trip             server ${fmt(serverCpuUs).padStart(4)} µs (with the harness)   stub ${fmt(stubCpuUs).padStart(4)} µs`);
+  console.log(`  CPU per echo round trip        server ${fmt(floor.serverCpuUs).padStart(4)} µs                    echo ${fmt(floor.childCpuUs).padStart(4)} µs`);
   console.log('\n16 MiB FP32 in and out (payload counted twice)');
   console.log(`  pass-through model (identity)  ${fmt(gbps(bigRuns.identity), 2).padStart(5)} GB/s   p50 ${fmt(bigRuns.identity, 1)} ms`);
   console.log(`  copying model (py_copy)        ${fmt(gbps(bigRuns.py_copy), 2).padStart(5)} GB/s   p50 ${fmt(bigRuns.py_copy, 1)} ms`);
