@@ -2,14 +2,36 @@
 
 A frame is `u32 LE body length` + body; the body is `u8 type, 3 pad bytes, u32 LE header length`,
 a JSON header (metadata only: names, shapes, ids), zero padding to an 8-byte boundary, then a blob
-of raw tensor bytes. Tensor descriptors in the header point into the blob (`o` offset, `l` length)
-or, for large tensors, name a file in /dev/shm (`f`).
+of raw tensor bytes.
 
-Those files are pooled: each side writes into files it owns and reuses them once the other side
-says it is done with them (the paths it lists in the `rel` key of any later header). Writing into
-an existing tmpfs file costs a copy; creating one costs a page allocation per 4 KiB on top, which
-is three times slower. The stub maps the server's files privately and releases one when the last
-array over its mapping is gone, so a model may keep its inputs as long as it likes.
+The frames sent for every request (EXECUTE, EXECUTE_DONE, RESPONSE) have JSON arrays as headers,
+fields by position (cheaper to parse and build on both sides than objects); the other frames have
+JSON objects. Positional forms:
+
+- tensor descriptor: `[name, datatype, shape, byte length, where]`; `where` is an int (offset of
+  the bytes in the blob), a string (path of a shared-memory file holding them, see below), or, from
+  the stub only, a one-element list `[i]`: the tensor is input number `i` of the same request,
+  unchanged (pass-through models), and the server reuses its own bytes;
+- response entry: `[descriptors]` or `[descriptors, parameters JSON text]` (parameters only when not
+  `{}`), or an object `{"m": message, "c": TritonError code}` for an error;
+- EXECUTE (server -> stub): `[batch id, [request, ...]]`, a request being
+  `[id, correlation id, flags, parameters JSON text, requested output names or null, timeout µs,
+  [input descriptors]]`; the correlation id is a number, a string (string ids), or `[digits]` for
+  an integer beyond 2^53;
+- EXECUTE_DONE (stub -> server): `[batch id, [entry or null per request]]` (null: the request is
+  answered through its response sender instead), or `[batch id, error message]` when the whole
+  batch failed;
+- RESPONSE (stub -> server, response sender): `[batch id, request index, final flag, entry or null]`.
+BLS_REQUEST and BLS_RESULT keep object headers whose tensors (`in`) and response (`r`) use the
+forms above.
+
+Large tensors travel through files in /dev/shm instead of the blob. Those files are pooled: each
+side writes into files it owns and reuses them once the other side says it is done with them, in a
+RELEASE frame (header: the JSON array of their paths) written just before its next frame, in the
+same write. Writing into an existing tmpfs file costs a copy; creating one costs a page allocation
+per 4 KiB on top, which is three times slower. The stub maps the server's files privately and
+releases one when the last array over its mapping is gone, so a model may keep its inputs as long
+as it likes.
 """
 
 import json
@@ -37,6 +59,8 @@ MSG_LOG = 14
 MSG_FINALIZED = 15
 MSG_AUTOCOMPLETE_DONE = 16
 MSG_BLS_CANCEL = 17
+# Both ways
+MSG_RELEASE = 20
 
 WIRE_TO_NUMPY = {
     "BOOL": np.bool_,
@@ -53,27 +77,55 @@ WIRE_TO_NUMPY = {
     "FP64": np.float64,
     "BF16": np.uint16,  # raw bits; as_numpy() refuses BF16 tensors
 }
+# numpy dtype objects (faster to hand to np.frombuffer than the scalar types)
+WIRE_TO_DTYPE = {k: np.dtype(v) for k, v in WIRE_TO_NUMPY.items()}
 
 _NUMPY_TO_WIRE = {np.dtype(v): k for k, v in WIRE_TO_NUMPY.items() if k != "BF16"}
 
 
 def wire_type_of(dtype):
     """numpy dtype -> wire datatype name, or None when unsupported."""
+    wire = _NUMPY_TO_WIRE.get(dtype)
+    if wire is not None:
+        return wire
     if dtype == np.object_ or dtype.type == np.bytes_:
         return "BYTES"
     return _NUMPY_TO_WIRE.get(np.dtype(dtype))
 
 
-# One encoder for every header: json.dumps with non-default separators builds a new one per call.
-_HEADER_ENCODER = json.JSONEncoder(separators=(",", ":"))
+def _make_encode():
+    """str(JSON) of a header. The C encoder is made once (JSONEncoder.encode makes one per call)."""
+    fallback = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+    try:
+        from json.encoder import c_make_encoder, encode_basestring_ascii
+
+        encoder = c_make_encoder(None, None, encode_basestring_ascii, None, ":", ",", False, False, True)
+        probe = [1, -2.5, "\u00e9\"", None, True, (3, 4), {"k": [{}, []]}]
+        if "".join(encoder(probe, 0)) != fallback(probe):
+            return fallback
+    except Exception:  # no C accelerator, or another signature in this Python version
+        return fallback
+
+    def encode(obj):
+        return "".join(encoder(obj, 0))
+
+    return encode
 
 
-def _pad8(n):
-    return (8 - n % 8) % 8
+encode_json = _make_encode()
+_decode_json = json.JSONDecoder().raw_decode
+
+_U32 = struct.Struct("<I")
+_PREFIX = struct.Struct("<IB3xI")  # body length, type, header length
+_BODY_HEAD = struct.Struct("<B3xI")  # type, header length
+_PADS = tuple(b"\0" * ((8 - i) % 8) for i in range(8))  # _PADS[n & 7]: zeros up to the next 8-byte boundary
+_READ_BUFFER = 1 << 16
 
 
 class FrameBuilder:
     """Collects tensor payloads for one outgoing frame."""
+
+    __slots__ = ("_conn", "parts", "size")
 
     def __init__(self, conn):
         self._conn = conn
@@ -84,20 +136,34 @@ class FrameBuilder:
         """payload: a bytes-like object (C-contiguous). Returns the tensor descriptor."""
         view = memoryview(payload).cast("B")
         length = view.nbytes
-        desc = {"n": name, "t": datatype, "s": [int(d) for d in shape], "l": length}
         if length >= self._conn.shm_threshold:
             try:
-                desc["f"] = self._conn.write_shm(view)
-                return desc
+                return [name, datatype, [int(d) for d in shape], length, self._conn.write_shm(view)]
             except OSError:
                 pass  # /dev/shm full or unusable: the bytes go inline in the frame instead
-        desc["o"] = self.size
-        self.parts.append(view)
-        pad = _pad8(length)
+        return [name, datatype, [int(d) for d in shape], length, self._inline(view, length)]
+
+    def add_array(self, name, datatype, array):
+        """Like add, for a C-contiguous numeric array (its bytes are copied when the frame is sent)."""
+        length = array.nbytes
+        if length >= self._conn.shm_threshold:
+            return self.add(name, datatype, array.shape, array.reshape(-1).view(np.uint8))
+        offset = self.size  # self._inline, inlined
+        self.parts.append(array)
+        pad = _PADS[length & 7]
         if pad:
-            self.parts.append(b"\0" * pad)
-        self.size += length + pad
-        return desc
+            self.parts.append(pad)
+        self.size = offset + length + len(pad)
+        return [name, datatype, array.shape, length, offset]
+
+    def _inline(self, payload, length):
+        offset = self.size
+        self.parts.append(payload)
+        pad = _PADS[length & 7]
+        if pad:
+            self.parts.append(pad)
+        self.size = offset + length + len(pad)
+        return offset
 
 
 class _ShmFile:
@@ -192,10 +258,13 @@ class Connection:
         self._shm_dir = shm_dir
         self._shm_prefix = shm_prefix
         self._pool = ShmPool(shm_dir, shm_prefix)
-        self._done_with = []  # server files this stub no longer maps (sent in the next header)
+        self._done_with = []  # server files this stub no longer maps (sent in the next RELEASE frame)
         self.shm_threshold = shm_threshold
-        self._buf = bytearray()
+        # Bytes read from the socket and not consumed yet: self._rbuf[self._pos:self._end]
+        self._rbuf = bytearray(_READ_BUFFER)
+        self._rview = memoryview(self._rbuf)
         self._pos = 0
+        self._end = 0
 
     def builder(self):
         return FrameBuilder(self)
@@ -227,23 +296,28 @@ class Connection:
                     pass
 
     def send(self, msg_type, header, builder=None):
+        head = encode_json(header).encode()
+        head_len = len(head)
+        pad = _PADS[head_len & 7]  # 8 + head_len is aligned when head_len is
+        data = [None, head, pad]
+        blob_size = 0
+        if builder is not None and builder.parts:
+            blob_size = builder.size
+            data += builder.parts
+        data[0] = _PREFIX.pack(8 + head_len + len(pad) + blob_size, msg_type, head_len)
         if self._done_with:
             done = []
             while self._done_with:
                 done.append(self._done_with.pop())
-            header["rel"] = done
-        head = _HEADER_ENCODER.encode(header).encode("utf-8")
-        pad = _pad8(8 + len(head))
-        blob_size = builder.size if builder else 0
-        body_len = 8 + len(head) + pad + blob_size
-        prefix = struct.pack("<IB3xI", body_len, msg_type, len(head))
-        if builder is None or not builder.parts:
-            data = [prefix + head + b"\0" * pad]
-        else:
-            data = [prefix + head + b"\0" * pad] + builder.parts
+            release = encode_json(done).encode()
+            data[0:0] = [_PREFIX.pack(8 + len(release) + len(_PADS[len(release) & 7]), MSG_RELEASE, len(release)),
+                         release, _PADS[len(release) & 7]]
         with self._lock:
-            if len(data) == 1 or blob_size < 65536:
-                _write_all(self._fd, b"".join(data))
+            if blob_size < 65536:
+                data = b"".join(data)
+                n = os.write(self._fd, data)
+                if n != len(data):  # short write: the socket buffer is full
+                    _write_all(self._fd, memoryview(data)[n:])
             else:
                 for part in data:
                     _write_all(self._fd, part)
@@ -254,51 +328,85 @@ class Connection:
 
     def has_buffered(self):
         """True when bytes of a next frame were already read from the socket."""
-        return len(self._buf) > self._pos
+        return self._end > self._pos
 
     def _fill(self):
-        chunk = os.read(self._fd, 1 << 16)
-        if not chunk:
+        """Reads what the socket has (blocking until something) into the buffer; False at EOF."""
+        if self._pos == self._end:
+            self._pos = self._end = 0
+        elif self._end == _READ_BUFFER:  # full: move the unread bytes to the front
+            rest = self._end - self._pos
+            self._rbuf[:rest] = self._rview[self._pos:self._end]
+            self._pos, self._end = 0, rest
+        n = os.readv(self._fd, [self._rview[self._end:]])
+        if not n:
             return False
-        if self._pos == len(self._buf):
-            self._buf = bytearray(chunk)
-        else:
-            self._buf = self._buf[self._pos:] + chunk
-        self._pos = 0
+        self._end += n
         return True
 
     def recv(self):
-        """Blocks for one frame. Returns (type, header dict, blob memoryview) or None at EOF."""
-        while len(self._buf) - self._pos < 4:
-            if not self._fill():
-                return None
-        (body_len,) = struct.unpack_from("<I", self._buf, self._pos)
-        self._pos += 4
-        have = min(len(self._buf) - self._pos, body_len)
+        """Blocks for one frame. Returns (type, header, blob memoryview) or None at EOF.
+
+        RELEASE frames are handled here and never returned.
+        """
+        while True:
+            if self._pos == self._end:  # nothing buffered (the usual case): one read, from the start
+                n = os.readv(self._fd, [self._rview])
+                if not n:
+                    return None
+                self._pos, self._end = 0, n
+            while self._end - self._pos < 4:
+                if not self._fill():
+                    return None
+            (body_len,) = _U32.unpack_from(self._rbuf, self._pos)
+            start = self._pos + 4
+            stop = start + body_len
+            if stop > self._end:
+                if 4 + body_len <= _READ_BUFFER:
+                    if stop > _READ_BUFFER:  # make room: move the partial frame to the front
+                        self._rbuf[:self._end - self._pos] = self._rview[self._pos:self._end]
+                        self._end -= self._pos
+                        self._pos = 0
+                        start, stop = 4, 4 + body_len
+                    while self._end < stop:
+                        if not self._fill():
+                            return None
+                else:
+                    body = self._read_large(start, body_len)
+                    if body is None:
+                        return None
+            if stop <= self._end:
+                body = self._rbuf[start:stop]  # a copy: the frame's arrays own it
+                self._pos = stop
+            msg_type, head_len = _BODY_HEAD.unpack_from(body)
+            header = _decode_json(body[8:8 + head_len].decode())[0]
+            if msg_type == MSG_RELEASE:
+                self._pool.release(header)
+                continue
+            return msg_type, header, memoryview(body)[(8 + head_len + 7) & ~7:]
+
+    def _read_large(self, start, body_len):
+        """A body larger than the read buffer: what is buffered, then straight from the socket."""
         body = bytearray(body_len)
         view = memoryview(body)
-        view[:have] = self._buf[self._pos:self._pos + have]
-        self._pos += have
-        got = have
-        while got < body_len:
-            n = os.readv(self._fd, [view[got:]])
+        have = self._end - start
+        view[:have] = self._rview[start:self._end]
+        self._pos = self._end = 0
+        while have < body_len:
+            n = os.readv(self._fd, [view[have:]])
             if not n:
                 return None
-            got += n
-        msg_type, head_len = struct.unpack_from("<B3xI", body, 0)
-        header = json.loads(bytes(view[8:8 + head_len]))
-        released = header.pop("rel", None)
-        if released:
-            self._pool.release(released)
-        blob_start = 8 + head_len + _pad8(8 + head_len)
-        return msg_type, header, view[blob_start:]
+            have += n
+        return body
 
 
 def _write_all(fd, data):
-    view = memoryview(data).cast("B")
+    n = os.write(fd, data)
+    if n == (len(data) if type(data) is bytes else memoryview(data).nbytes):
+        return
+    view = memoryview(data).cast("B")[n:]
     while view.nbytes:
-        n = os.write(fd, view)
-        view = view[n:]
+        view = view[os.write(fd, view):]
 
 
 _PAGE = mmap.PAGESIZE
@@ -329,10 +437,8 @@ def pages_unmodified(address, length):
     return not np.any(swapped | (present & (file_page ^ np.uint64(1))))
 
 
-def read_tensor_bytes(conn, desc, blob):
-    """The raw bytes of a received tensor descriptor as a writable buffer (no copy when possible)."""
-    length = desc["l"]
-    if "f" in desc:
-        return conn.map_shm(desc["f"], length)
-    offset = desc["o"]
-    return blob[offset:offset + length]
+def read_tensor_bytes(conn, length, where, blob):
+    """The raw bytes of a received tensor as a writable buffer (no copy when possible)."""
+    if isinstance(where, str):
+        return conn.map_shm(where, length)
+    return blob[where:where + length]

@@ -55,6 +55,7 @@ def auto_complete(model_class, config_json):
 class ModelRunner:
     def __init__(self, runtime, model_class, instance_name, model_name):
         self.runtime = runtime
+        self._conn = runtime.conn
         self.instance_name = instance_name
         self.model_name = model_name
         self.model = model_class()
@@ -74,40 +75,47 @@ class ModelRunner:
 
     # -- execute ---------------------------------------------------------------------------
     def execute(self, header, blob):
-        batch = header["b"]
+        """Runs one EXECUTE frame: `[batch id, [request, ...]]` (see _nereid_ipc)."""
+        batch = header[0]
         try:
-            requests = [self._decode_request(batch, i, q, blob) for i, q in enumerate(header["q"])]
+            requests = self._decode_requests(batch, header[1], blob)
         except Exception as e:  # malformed input bytes: fail the batch, keep running
             return self._fail_batch(batch, "Failed to read the request(s): %s" % e)
         try:
             result = self._call_execute(requests)
         except Exception as e:
             return self._fail_batch(batch, self._exec_error(e))
+        builder = self._conn.builder()
         try:
-            builder = self.runtime.conn.builder()
             entries = self._check_result(requests, result, builder)
         except Exception as e:
             return self._fail_batch(batch, str(e))
-        self.runtime.conn.send(ipc.MSG_EXECUTE_DONE, {"b": batch, "r": entries}, builder)
+        self._conn.send(ipc.MSG_EXECUTE_DONE, [batch, entries], builder)
 
     def _exec_error(self, exc):
         return "Failed to process the request(s) for model '%s', message: %s" % (
             self.instance_name, describe_exception(exc))
 
     def _fail_batch(self, batch, message):
-        self.runtime.conn.send(ipc.MSG_EXECUTE_DONE, {"b": batch, "e": message})
+        self._conn.send(ipc.MSG_EXECUTE_DONE, [batch, message])
         self.runtime.forget_batch(batch)
 
-    def _decode_request(self, batch, index, q, blob):
-        cid = q["cids"] if "cids" in q else int(q.get("cidi", "0"))
-        outputs = set(q["out"]) if q.get("out") is not None else None
-        return InferenceRequest._received(
-            (batch, index), q.get("id", ""), cid, decode_tensors(self.runtime.conn, q["in"], blob), outputs,
-            q.get("fl", 0), q.get("to", 0), q.get("p", "{}"))
+    def _decode_requests(self, batch, wire_requests, blob):
+        conn = self._conn
+        received = InferenceRequest._received
+        requests = []
+        for index, (request_id, cid, flags, params, outputs, timeout, descs) in enumerate(wire_requests):
+            inputs, mapped = decode_tensors(conn, descs, blob)
+            if type(cid) is list:  # an integer beyond 2^53, as decimal digits
+                cid = int(cid[0])
+            requests.append(received(
+                (batch, index), request_id, cid, inputs, mapped, None if outputs is None else set(outputs),
+                flags, timeout, params))
+        return requests
 
     def _call_execute(self, requests):
         result = self.model.execute(requests)
-        if not asyncio.iscoroutine(result):
+        if type(result) is list or not asyncio.iscoroutine(result):
             return result
         loop = self._event_loop()
         future = asyncio.run_coroutine_threadsafe(result, loop)
@@ -150,16 +158,16 @@ class ModelRunner:
             raise ValueError(
                 "Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
                 "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d" % (len(requests), len(result)))
-        return [self._entry(request, response, builder) for request, response in zip(requests, result)]
-
-    @staticmethod
-    def _entry(request, response, builder):
-        if response is None:
-            return None
-        if not isinstance(response, InferenceResponse):
-            raise TypeError(
-                "Expected an 'InferenceResponse' object in the execute function return list, found type '%s'."
-                % type(response).__name__)
-        if request._sender is not None and request._sender._closed_or_answered():
-            raise ValueError("Unable to send response. Non-decoupled model cannot send more than one response.")
-        return encode_response(builder, response, request._outputs, request._inputs)
+        entries = []
+        for request, response in zip(requests, result):
+            if response is None:
+                entries.append(None)
+                continue
+            if not isinstance(response, InferenceResponse):
+                raise TypeError(
+                    "Expected an 'InferenceResponse' object in the execute function return list, found type '%s'."
+                    % type(response).__name__)
+            if request._sender is not None and request._sender._closed_or_answered():
+                raise ValueError("Unable to send response. Non-decoupled model cannot send more than one response.")
+            entries.append(encode_response(builder, response, request._outputs, request._alias_inputs))
+        return entries

@@ -7,54 +7,87 @@ import os
 import queue
 import threading
 
+from math import prod
+
+import numpy as np
+
 import _nereid_ipc as ipc
 from _nereid_errors import TritonError, TritonModelException
 from _nereid_reader import Reader
 from _nereid_tensor import Tensor
 from _nereid_types import InferenceResponse
 
+_DTYPES = ipc.WIRE_TO_DTYPE  # numeric wire types only (no BYTES)
+_frombuffer = np.frombuffer
+_new_object = object.__new__
+
 _LOG_LEVELS = {0: "info", 1: "warn", 2: "error", 3: "verbose"}
 
 
 def decode_tensors(conn, descs, blob):
-    return [Tensor._from_wire(d["n"], d["t"], d["s"], ipc.read_tensor_bytes(conn, d, blob)) for d in descs]
+    """Tensors of received descriptors, and whether one of them maps a shared-memory file."""
+    tensors = []
+    mapped = False
+    for name, wire, shape, length, where in descs:
+        dtype = _DTYPES.get(wire)
+        if dtype is not None and type(where) is int:  # numeric, inline: a view of the frame's bytes
+            count = prod(shape)
+            if length < count * dtype.itemsize:
+                raise ValueError("tensor '%s' has %d bytes, %d expected" % (name, length, count * dtype.itemsize))
+            tensor = _new_object(Tensor)  # _nereid_tensor._wrap, inlined
+            tensor._name = name
+            tensor._array = _frombuffer(blob, dtype, count, where).reshape(shape)
+            tensor._wire = wire
+            tensors.append(tensor)
+        else:
+            tensor = Tensor._from_wire(name, wire, shape, ipc.read_tensor_bytes(conn, length, where, blob))
+            mapped = mapped or tensor._mapped
+            tensors.append(tensor)
+    return tensors, mapped
 
 
 def encode_tensors(builder, tensors, allowed=None, inputs=()):
-    """Descriptors of `tensors` (only the `allowed` names); unmodified mapped inputs go back by index."""
+    """Descriptors of `tensors` (only the `allowed` names); unmodified mapped `inputs` go back by index."""
     descs = []
     for tensor in tensors:
         if not isinstance(tensor, Tensor):
             raise TritonModelException(
                 "Expected a 'Tensor' object in output_tensors, found type '%s'." % type(tensor).__name__)
-        if allowed is not None and tensor.name() not in allowed:
+        name = tensor._name
+        if allowed is not None and name not in allowed:
             continue
-        alias = tensor._alias_of(inputs) if inputs else None
-        if alias is not None:
-            descs.append({"n": tensor.name(), "t": tensor._wire, "s": tensor.shape(), "l": 0, "a": alias})
-            continue
-        descs.append(builder.add(tensor.name(), tensor._wire, tensor.shape(), tensor._payload()))
+        wire = tensor._wire
+        if inputs:
+            alias = tensor._alias_of(inputs)
+            if alias is not None:
+                descs.append([name, wire, tensor.shape(), 0, [alias]])
+                continue
+        if wire == "BYTES":
+            descs.append(builder.add(name, wire, tensor._array.shape, tensor._payload()))
+        else:
+            descs.append(builder.add_array(name, wire, tensor._array))
     return descs
 
 
 def encode_response(builder, response, allowed, inputs=()):
-    """InferenceResponse -> header dict (outputs filtered to the requested names)."""
-    if response.has_error():
-        err = response.error()
-        return {"err": {"m": err.message(), "c": err.code()}}
-    out = {"o": encode_tensors(builder, response.output_tensors(), allowed, inputs)}
-    params = response.parameters()
+    """InferenceResponse -> response entry (outputs filtered to the requested names)."""
+    error = response._error
+    if error is not None:
+        return {"m": error.message(), "c": error.code()}
+    descs = encode_tensors(builder, response._outputs, allowed, inputs)
+    params = response._parameters
     if params and params != "{}":
-        out["p"] = params
-    return out
+        return [descs, params]
+    return [descs]
 
 
-def decode_response(conn, header, blob):
-    if header is None:
+def decode_response(conn, entry, blob):
+    if entry is None:
         return InferenceResponse([])
-    if "err" in header:
-        return InferenceResponse([], error=TritonError(header["err"]["m"], header["err"]["c"]))
-    return InferenceResponse(decode_tensors(conn, header.get("o", []), blob), parameters=header.get("p", "{}"))
+    if isinstance(entry, dict):
+        return InferenceResponse([], error=TritonError(entry["m"], entry["c"]))
+    tensors, _mapped = decode_tensors(conn, entry[0], blob)
+    return InferenceResponse(tensors, parameters=entry[1] if len(entry) > 1 else "{}")
 
 
 class Runtime:
@@ -72,10 +105,10 @@ class Runtime:
     # -- responses -------------------------------------------------------------------------
     def send_response(self, request, response, final):
         builder = self.conn.builder()
-        header = {"b": request._key[0], "i": request._key[1], "f": final}
+        entry = None
         if response is not None:
-            header["r"] = encode_response(builder, response, request._outputs, request._inputs)
-        self.conn.send(ipc.MSG_RESPONSE, header, builder)
+            entry = encode_response(builder, response, request._outputs, request._alias_inputs)
+        self.conn.send(ipc.MSG_RESPONSE, [request._key[0], request._key[1], final, entry], builder)
 
     # -- cancellation ----------------------------------------------------------------------
     def is_cancelled(self, key):
@@ -137,8 +170,10 @@ class Runtime:
     # -- reading -------------------------------------------------------------------------
     def next_command(self):
         """The next INIT/EXECUTE/FINALIZE/... frame for the main thread (None when the server is gone)."""
-        self.reader.wait_until(lambda: len(self._commands) > 0)
-        return self._commands.popleft()
+        commands = self._commands
+        if not commands:
+            self.reader.wait_until(commands.__len__, wakeable=False)
+        return commands.popleft()
 
     def wait_future(self, future):
         self.reader.wait_until(future.done)

@@ -2,11 +2,12 @@
 
 import mmap
 import struct
+from math import prod
 
 import numpy as np
 
 from _nereid_errors import TritonModelException
-from _nereid_ipc import WIRE_TO_NUMPY, pages_unmodified, wire_type_of
+from _nereid_ipc import WIRE_TO_DTYPE, pages_unmodified, wire_type_of
 
 _WIRE_TO_CODE = {
     "BOOL": 1, "UINT8": 2, "UINT16": 3, "UINT32": 4, "UINT64": 5, "INT8": 6, "INT16": 7,
@@ -73,16 +74,14 @@ class Tensor:
     @classmethod
     def _from_wire(cls, name, wire, shape, buffer):
         """A tensor over received bytes; numeric arrays view the buffer without copying."""
-        count = 1
-        for d in shape:
-            count *= d
+        count = prod(shape)
         if wire == "BYTES":
             array = deserialize_bytes_elements(buffer, count).reshape(shape)
         else:
-            array = np.frombuffer(buffer, dtype=WIRE_TO_NUMPY[wire], count=count).reshape(shape)
-        tensor = cls.__new__(cls)
-        tensor._name, tensor._array, tensor._wire = name, array, wire
-        tensor._mapped = isinstance(buffer, mmap.mmap)
+            array = np.frombuffer(buffer, dtype=WIRE_TO_DTYPE[wire], count=count).reshape(shape)
+        tensor = _wrap(name, array, wire)
+        if isinstance(buffer, mmap.mmap):
+            tensor._mapped = True
         return tensor
 
     def _alias_of(self, inputs):
@@ -156,3 +155,15 @@ class Tensor:
 
     def __repr__(self):
         return "Tensor(name=%r, datatype=%s, shape=%r)" % (self._name, self._wire, self.shape())
+
+
+_new_object = object.__new__
+
+
+def _wrap(name, array, wire):
+    """A Tensor over an array the stub made itself (C-contiguous, dtype matching `wire`): no checks."""
+    tensor = _new_object(Tensor)
+    tensor._name = name
+    tensor._array = array
+    tensor._wire = wire
+    return tensor

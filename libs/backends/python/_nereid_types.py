@@ -16,6 +16,7 @@ _RESPONSE_COMPLETE_FINAL = 1
 
 # Set by the stub before the model module is imported (see _nereid_runtime.Runtime).
 runtime = None
+_new_object = object.__new__
 
 
 def _check_parameters(parameters):
@@ -52,7 +53,10 @@ class InferenceResponse:
         if error is not None and not isinstance(error, TritonError):
             raise TritonModelException("InferenceResponse error must be a TritonError")
         self._error = error
-        self._parameters = parameters if isinstance(parameters, str) else _check_parameters(parameters)
+        if parameters is None:
+            self._parameters = "{}"
+        else:
+            self._parameters = parameters if isinstance(parameters, str) else _check_parameters(parameters)
 
     def output_tensors(self):
         return self._outputs
@@ -140,6 +144,16 @@ class ResponseIterator:
 class InferenceRequest:
     """A request received in execute, or one a model builds to call another model (BLS)."""
 
+    # Defaults of received requests (set per instance by __init__ for BLS requests).
+    _model_name = None
+    _model_version = -1
+    _release_flags = 1
+    _sender = None
+    _key = None  # (batch id, index) for received requests
+    _preferred_memory = None
+    _trace = None
+    _alias_inputs = ()  # received inputs that map shared memory: outputs may refer to them (see encode_tensors)
+
     def __init__(self, request_id="", correlation_id=0, inputs=None, requested_output_names=None,
                  model_name=None, model_version=-1, flags=0, timeout=0, preferred_memory=None,
                  trace=None, parameters=None):
@@ -172,22 +186,18 @@ class InferenceRequest:
         self._key = None  # (batch id, index) for received requests
 
     @classmethod
-    def _received(cls, key, request_id, correlation_id, inputs, outputs, flags, timeout, parameters):
-        request = cls.__new__(cls)
+    def _received(cls, key, request_id, correlation_id, inputs, mapped, outputs, flags, timeout, parameters):
+        request = _new_object(cls)
         request._key = key
         request._id = request_id
         request._correlation_id = correlation_id
         request._inputs = inputs
+        if mapped:
+            request._alias_inputs = inputs
         request._outputs = outputs
-        request._model_name = None
-        request._model_version = -1
         request._flags = flags
         request._timeout = timeout
-        request._preferred_memory = PreferredMemory()
-        request._trace = InferenceTrace()
         request._parameters = parameters
-        request._release_flags = 1
-        request._sender = None
         return request
 
     def inputs(self):
@@ -215,6 +225,8 @@ class InferenceRequest:
         return self._parameters
 
     def trace(self):
+        if self._trace is None:
+            self._trace = InferenceTrace()
         return self._trace
 
     def get_response_sender(self):

@@ -19,10 +19,10 @@ export function runAutoComplete(launch: StubLaunch, log: LogFn, job: AutoComplet
   return new Promise<ModelConfig>((resolve, reject) => {
     let settled = false;
     const proc: StubProcess = new StubProcess(launch, log, (frame) => {
-      if (frame.type === MSG.LOG) log(frame.header.l as 'info', frame.header.m as string);
+      const h = frame.header as Record<string, unknown>;
+      if (frame.type === MSG.LOG) log(h.l as 'info', h.m as string);
       if (frame.type !== MSG.AUTOCOMPLETE_DONE) return;
       settled = true;
-      const h = frame.header;
       proc.send(MSG.FINALIZE, {});
       if (typeof h.err === 'string') {
         reject(InferenceError.internal(`auto-complete of python model '${name}' failed: ${h.tb as string}`));

@@ -1,10 +1,17 @@
 /**
- * Frames exchanged with the Python stub (mirrors libs/backends/python/_nereid_ipc.py).
+ * Frames exchanged with the Python stub (mirrors libs/backends/python/_nereid_ipc.py, whose
+ * docstring has the full protocol).
  *
  * A frame is `u32 LE body length` + body. The body is `u8 type, 3 pad bytes, u32 LE header length`,
  * a JSON header (metadata only), zero padding to an 8-byte boundary, then a blob of raw tensor bytes
  * that the header's tensor descriptors point into. Every received body gets its own ArrayBuffer at
  * offset 0, so 8-aligned blob offsets give aligned typed-array views without copying.
+ *
+ * The per-request frames (EXECUTE, EXECUTE_DONE, RESPONSE) have JSON arrays as headers, fields by
+ * position (see python-instance.ts); tensor descriptors and response entries are positional too
+ * (wire-tensors.ts, wire-responses.ts). The other frames have JSON objects. RELEASE frames (both
+ * ways, header: a JSON array of paths) hand shared-memory files back to the side that owns them;
+ * they are written together with the frame that follows them.
  */
 
 export const MSG = {
@@ -22,14 +29,15 @@ export const MSG = {
   FINALIZED: 15,
   AUTOCOMPLETE_DONE: 16,
   BLS_CANCEL: 17,
+  RELEASE: 20,
 } as const;
 
 export type MessageType = (typeof MSG)[keyof typeof MSG];
 
-/** A received frame: its type, parsed header and the blob its tensors point into. */
+/** A received frame: its type, parsed header (an array or an object, per type) and the blob its tensors point into. */
 export interface Frame {
   type: number;
-  header: Record<string, unknown>;
+  header: unknown;
   blob: Uint8Array;
 }
 
@@ -41,6 +49,9 @@ function pad8(n: number): number {
   return (8 - (n % 8)) % 8;
 }
 
+/** PADS[n]: n zero bytes (shared: parts are only ever read). */
+const PADS: readonly Uint8Array[] = Array.from({ length: 8 }, (_, n) => new Uint8Array(n));
+
 /** Collects the payloads of one outgoing frame at 8-aligned offsets. */
 export class BlobBuilder {
   readonly parts: Uint8Array[] = [];
@@ -51,25 +62,31 @@ export class BlobBuilder {
     const offset = this.size;
     this.parts.push(bytes);
     const pad = pad8(bytes.byteLength);
-    if (pad > 0) this.parts.push(new Uint8Array(pad));
+    if (pad > 0) this.parts.push(PADS[pad]);
     this.size += bytes.byteLength + pad;
     return offset;
   }
 }
 
-/** Encodes a frame as the chunks to write, in order. */
-export function encodeFrame(type: number, header: object, blob?: BlobBuilder): Uint8Array[] {
-  const head = Buffer.from(JSON.stringify(header), 'utf8');
-  const headPad = pad8(8 + head.byteLength);
+/**
+ * Encodes a frame as the chunks to write, in order: one buffer (prefix, header and a blob under
+ * 64 KiB), then the parts of a larger blob. `before` (already encoded frames, e.g. a RELEASE) is
+ * written at the start of the first buffer.
+ */
+export function encodeFrame(type: number, header: unknown, blob?: BlobBuilder, before?: Uint8Array): Uint8Array[] {
+  const text = JSON.stringify(header);
+  // One allocation for everything small: the header is encoded straight into the frame buffer.
+  const headLen = Buffer.byteLength(text, 'utf8');
   const blobSize = blob?.size ?? 0;
-  const bodyLen = 8 + head.byteLength + headPad + blobSize;
   const inlineBlob = blob !== undefined && blobSize < CONCAT_LIMIT;
-  const first = Buffer.allocUnsafe(PREFIX_BYTES + head.byteLength + headPad + (inlineBlob ? blobSize : 0));
-  first.writeUInt32LE(bodyLen, 0);
-  first.writeUInt32LE(type, 4);
-  first.writeUInt32LE(head.byteLength, 8);
-  head.copy(first, PREFIX_BYTES);
-  let pos = PREFIX_BYTES + head.byteLength;
+  const headPad = pad8(8 + headLen);
+  const skip = before?.byteLength ?? 0;
+  const first = Buffer.allocUnsafe(skip + PREFIX_BYTES + headLen + headPad + (inlineBlob ? blobSize : 0));
+  if (before) first.set(before, 0);
+  first.writeUInt32LE(8 + headLen + headPad + blobSize, skip);
+  first.writeUInt32LE(type, skip + 4);
+  first.writeUInt32LE(headLen, skip + 8);
+  let pos = skip + PREFIX_BYTES + first.write(text, skip + PREFIX_BYTES, headLen, 'utf8');
   first.fill(0, pos, pos + headPad);
   pos += headPad;
   if (!blob || blobSize === 0) return [first];
@@ -121,7 +138,7 @@ function decodeBody(body: Uint8Array): Frame {
   const type = view.getUint8(0);
   const headLen = view.getUint32(4, true);
   const headText = Buffer.from(body.buffer, body.byteOffset + 8, headLen).toString('utf8');
-  const header = JSON.parse(headText) as Record<string, unknown>;
+  const header = JSON.parse(headText) as unknown;
   const blobStart = 8 + headLen + pad8(8 + headLen);
   return { type, header, blob: body.subarray(blobStart) };
 }

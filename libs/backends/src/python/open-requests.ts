@@ -2,57 +2,73 @@ import { InferenceError, type ExecutionItem, type InferenceResponse } from '@ner
 
 interface OpenRequest {
   item: ExecutionItem;
+  batch: number;
   /** Default mode: a response sent without the final flag, delivered when the final flag comes. */
   held?: InferenceResponse;
   detach?: () => void;
 }
 
-/** Requests handed to a stub and not closed yet (final response sent or failed), by `<batch>:<index>`. */
+/**
+ * How long a request runs before its abort signal is watched. Reading `request.signal` may create
+ * it (the HTTP and gRPC fronts make it lazily: an AbortController, several microseconds with the
+ * listener), and nearly every request ends long before this, so only long-running ones
+ * (decoupled streams, slow models) pay for it; a client that went away before is seen then too,
+ * because an already aborted signal cancels at once.
+ */
+export const WATCH_AFTER_MS = 5;
+
+/**
+ * Requests handed to a stub and not closed yet (final response sent or failed). Keys are numbers:
+ * a batch takes the range [batch id, batch id + size), so request `i` of batch `b` is `b + i`.
+ */
 export class OpenRequests {
-  private readonly open = new Map<string, OpenRequest>();
+  private readonly open = new Map<number, OpenRequest>();
+  /** Keys added since the watch timer was armed; their signals are read when it fires. */
+  private unwatched: number[] = [];
+  private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly decoupled: boolean,
     private readonly modelName: string,
+    /** Tells the stub that request `index` of `batch` was cancelled by its client. */
+    private readonly onCancel: (batch: number, index: number) => void,
   ) {}
-
-  static key(batch: number, index: number): string {
-    return `${batch}:${index}`;
-  }
 
   get size(): number {
     return this.open.size;
   }
 
-  /** Tracks a request; `onCancel` runs when the client goes away while it is open. */
-  add(key: string, item: ExecutionItem, onCancel: () => void): void {
-    const entry: OpenRequest = { item };
-    const signal = item.request.signal;
-    if (signal) {
-      if (signal.aborted) onCancel();
-      else {
-        signal.addEventListener('abort', onCancel, { once: true });
-        entry.detach = () => signal.removeEventListener('abort', onCancel);
-      }
+  /** Tracks request `key - batch` of `batch`; `onCancel` runs when its client goes away while it is open (see WATCH_AFTER_MS). */
+  add(key: number, batch: number, item: ExecutionItem): void {
+    this.open.set(key, { item, batch });
+    this.unwatched.push(key);
+    if (this.timer === undefined) {
+      this.timer = setTimeout(() => this.watch(), WATCH_AFTER_MS);
+      this.timer.unref();
     }
-    this.open.set(key, entry);
   }
 
-  requestOf(key: string): ExecutionItem['request'] | undefined {
+  requestOf(key: number): ExecutionItem['request'] | undefined {
     return this.open.get(key)?.item.request;
   }
 
-  fail(key: string, error: InferenceError): void {
+  fail(key: number, error: InferenceError): void {
     const entry = this.close(key);
     entry?.item.sink.fail(error);
   }
 
-  failAll(error: InferenceError, keys: Iterable<string> = [...this.open.keys()]): void {
+  /** Fails the given requests (default: every open one). */
+  failAll(error: InferenceError, keys: Iterable<number> = [...this.open.keys()]): void {
     for (const key of keys) this.fail(key, error);
   }
 
+  /** Fails requests `first` to `first + count - 1` that are still open. */
+  failRange(error: InferenceError, first: number, count: number): void {
+    for (let key = first; key < first + count; key++) this.fail(key, error);
+  }
+
   /** A response (or a bare final flag) for one request, per the model's transaction policy. */
-  deliver(key: string, response: InferenceResponse | undefined, final: boolean): void {
+  deliver(key: number, response: InferenceResponse | undefined, final: boolean): void {
     const entry = this.open.get(key);
     if (!entry) return;
     if (this.decoupled) {
@@ -70,7 +86,26 @@ export class OpenRequests {
     else entry.item.sink.fail(InferenceError.internal(`python model '${this.modelName}' closed a request without sending a response`));
   }
 
-  private close(key: string): OpenRequest | undefined {
+  /** Subscribes to the abort signals of the requests added before the timer fired and still open. */
+  private watch(): void {
+    this.timer = undefined;
+    const keys = this.unwatched;
+    this.unwatched = [];
+    for (const key of keys) {
+      const entry = this.open.get(key);
+      const signal = entry?.item.request.signal;
+      if (!entry || !signal) continue;
+      const onCancel = (): void => this.onCancel(entry.batch, key - entry.batch);
+      if (signal.aborted) {
+        onCancel();
+        continue;
+      }
+      signal.addEventListener('abort', onCancel, { once: true });
+      entry.detach = () => signal.removeEventListener('abort', onCancel);
+    }
+  }
+
+  private close(key: number): OpenRequest | undefined {
     const entry = this.open.get(key);
     if (!entry) return undefined;
     this.open.delete(key);

@@ -1,4 +1,4 @@
-import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
+import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import type { LoadContext, ModelInstance } from '../backend';
 import { BlsBridge } from './bls-bridge';
 import { BlobBuilder, MSG, type Frame } from './frames';
@@ -6,7 +6,7 @@ import { initArgs } from './init-args';
 import { OpenRequests } from './open-requests';
 import { describeExit, StubProcess, type StubExit, type StubLaunch } from './stub-process';
 import { errorFromWire, makeResponse, parametersJson, type WireResponse } from './wire-responses';
-import { decodeInlineTensors, decodeTensors, encodeTensors, needsFileRead } from './wire-tensors';
+import { decodeInlineTensors, decodeTensors, encodeTensors, needsFileRead, type WireTensor } from './wire-tensors';
 
 const FINALIZE_TIMEOUT_MS = 30_000;
 
@@ -37,16 +37,24 @@ export class PythonModelInstance implements ModelInstance {
   private initWaiter?: Waiter;
   private finalized?: () => void;
   private unloading = false;
-  private nextBatch = 0;
+  /** `initialize` succeeded in the current stub (execute skips awaiting `ready`). */
+  private readyNow = false;
+  private nextKey = 1;
+  /** Frames are handled in order; one whose handling waits (file reads, BLS) queues the later ones here. */
   private chain: Promise<void> = Promise.resolve();
-  private readonly batches = new Map<number, { keys: string[]; done: () => void }>();
+  private waiting = 0;
+  private readonly batches = new Map<number, { count: number; done: () => void }>();
   private readonly open: OpenRequests;
   private readonly bls: BlsBridge;
   private readonly modelName: string;
+  /** Outputs asked for when a request names none: the config's, or null (the model decides). */
+  private readonly configOutputs: string[] | null;
 
   private constructor(private readonly opts: InstanceOptions) {
     this.modelName = opts.ctx.config.name ?? '';
-    this.open = new OpenRequests(opts.decoupled, this.modelName);
+    const outputs = (opts.ctx.config.output ?? []).map((o) => o.name ?? '');
+    this.configOutputs = outputs.length > 0 ? outputs : null;
+    this.open = new OpenRequests(opts.decoupled, this.modelName, (b, i) => this.proc.send(MSG.CANCEL, { b, i }));
     this.bls = new BlsBridge({
       infer: opts.ctx.infer,
       send: (type, header, blob) => this.proc.send(type, header, blob),
@@ -62,35 +70,43 @@ export class PythonModelInstance implements ModelInstance {
   }
 
   async execute(items: ExecutionItem[]): Promise<void> {
-    try {
-      await this.ensureReady();
-    } catch (e) {
-      for (const item of items) item.sink.fail(toInferenceError(e));
-      return;
+    if (!this.readyNow || this.unloading) {
+      try {
+        await this.ensureReady();
+      } catch (e) {
+        for (const item of items) item.sink.fail(toInferenceError(e));
+        return;
+      }
     }
     const proc = this.proc;
-    const batch = ++this.nextBatch;
+    // The batch id is the key of its first request; request i is `batch + i` (see OpenRequests).
+    const batch = this.nextKey;
+    this.nextKey += items.length;
     const blob = new BlobBuilder();
-    const writes: Promise<unknown>[] = [];
-    const keys: string[] = [];
-    const q = items.map((item, index) => {
-      const { descs, pending } = encodeTensors(item.request.inputs, blob, proc.shm);
-      if (pending) writes.push(pending);
-      keys.push(OpenRequests.key(batch, index));
-      return this.requestHeader(item, descs);
-    });
-    try {
-      if (writes.length > 0) await Promise.all(writes);
-    } catch (e) {
-      for (const item of items) item.sink.fail(InferenceError.internal(`cannot pass inputs to python model '${this.modelName}': ${toInferenceError(e).message}`));
-      return;
+    let writes: Promise<unknown>[] | undefined;
+    const q = new Array<unknown[]>(items.length);
+    for (let index = 0; index < items.length; index++) {
+      const request = items[index].request;
+      const { descs, pending } = encodeTensors(request.inputs, blob, proc.shm);
+      if (pending) (writes ??= []).push(pending);
+      q[index] = this.requestHeader(request, descs);
     }
-    items.forEach((item, index) => this.open.add(keys[index], item, () => proc.send(MSG.CANCEL, { b: batch, i: index })));
+    if (writes) {
+      try {
+        await Promise.all(writes);
+      } catch (e) {
+        for (const item of items) item.sink.fail(InferenceError.internal(`cannot pass inputs to python model '${this.modelName}': ${toInferenceError(e).message}`));
+        return;
+      }
+    }
+    for (let index = 0; index < items.length; index++) this.open.add(batch + index, batch, items[index]);
     return new Promise<void>((resolve) => {
-      this.batches.set(batch, { keys, done: resolve });
-      if (proc.isAlive) return proc.send(MSG.EXECUTE, { b: batch, q }, blob);
-      this.batches.delete(batch);
-      this.open.failAll(InferenceError.unavailable(`python stub of model '${this.modelName}' is not running`), keys);
+      if (proc.isAlive) {
+        this.batches.set(batch, { count: items.length, done: resolve });
+        proc.send(MSG.EXECUTE, [batch, q], blob);
+        return;
+      }
+      this.open.failRange(InferenceError.unavailable(`python stub of model '${this.modelName}' is not running`), batch, items.length);
       resolve();
     });
   }
@@ -112,13 +128,11 @@ export class PythonModelInstance implements ModelInstance {
     this.batches.clear();
   }
 
-  private requestHeader(item: ExecutionItem, descs: object[]): object {
-    const r = item.request;
-    const configOutputs = (this.opts.ctx.config.output ?? []).map((o) => o.name ?? '');
-    const out = r.outputs ? r.outputs.map((o) => o.name) : configOutputs.length > 0 ? configOutputs : null;
+  /** `[id, correlation id, flags, parameters JSON, requested outputs or null, timeout µs, inputs]` (see _nereid_ipc). */
+  private requestHeader(r: InferenceRequest, descs: WireTensor[]): unknown[] {
+    const out = r.outputs ? r.outputs.map((o) => o.name) : this.configOutputs;
     const flags = (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0);
-    const cid = typeof r.sequenceId === 'string' ? { cids: r.sequenceId } : { cidi: r.sequenceId.toString() };
-    return { id: r.id, ...cid, fl: flags, p: parametersJson(r.parameters), out, to: r.timeoutUs, in: descs };
+    return [r.id, correlationId(r.sequenceId), flags, parametersJson(r.parameters), out, r.timeoutUs, descs];
   }
 
   private async ensureReady(): Promise<void> {
@@ -132,6 +146,7 @@ export class PythonModelInstance implements ModelInstance {
     const proc = new StubProcess(this.opts.launch, this.opts.ctx.log, (frame) => this.onFrame(proc, frame));
     this.proc = proc;
     this.readyFailed = false;
+    this.readyNow = false;
     this.ready = new Promise<void>((resolve, reject) => (this.initWaiter = { resolve, reject }));
     this.ready.catch(() => (this.readyFailed = true));
     void proc.exited.then((exit) => this.onExit(proc, exit));
@@ -165,28 +180,51 @@ export class PythonModelInstance implements ModelInstance {
 
   private onFrame(proc: StubProcess, frame: Frame): void {
     if (proc !== this.proc) return;
-    this.chain = this.chain
-      .then(() => this.handle(frame))
-      .catch((e: unknown) => this.opts.ctx.log('error', `python backend: ${toInferenceError(e).message}`));
+    if (this.waiting > 0) {
+      this.waiting++;
+      this.chain = this.chain.then(() => this.handle(frame)).catch(this.logError).finally(this.frameDone);
+      return;
+    }
+    let later: void | Promise<void>;
+    try {
+      later = this.handle(frame);
+    } catch (e) {
+      return this.logError(e);
+    }
+    if (!(later instanceof Promise)) return;
+    this.waiting++;
+    this.chain = later.catch(this.logError).finally(this.frameDone);
   }
 
-  private async handle(frame: Frame): Promise<void> {
-    const h = frame.header;
+  private readonly logError = (e: unknown): void => this.opts.ctx.log('error', `python backend: ${toInferenceError(e).message}`);
+  private readonly frameDone = (): void => void this.waiting--;
+
+  /** Handles one frame; returns a promise when it has to wait (later frames then wait for it). */
+  private handle(frame: Frame): void | Promise<void> {
     switch (frame.type) {
       case MSG.EXECUTE_DONE:
-        return this.onExecuteDone(h, frame.blob);
-      case MSG.RESPONSE:
-        return this.onResponse(OpenRequests.key(h.b as number, h.i as number), h.r as WireResponse | undefined, h.f === true, frame.blob);
+        return this.onExecuteDone(frame.header as [number, (WireResponse | null)[] | string], frame.blob);
+      case MSG.RESPONSE: {
+        const [b, i, final, entry] = frame.header as [number, number, boolean, WireResponse | null];
+        return this.onResponse(b + i, entry, final, frame.blob);
+      }
+    }
+    const h = frame.header as Record<string, unknown>;
+    switch (frame.type) {
       case MSG.BLS_REQUEST:
         return this.bls.onRequest(h, frame.blob);
       case MSG.BLS_CANCEL:
-        return this.bls.cancel(h.id as number);
+        this.bls.cancel(h.id as number);
+        break;
       case MSG.LOG:
-        return this.opts.ctx.log(h.l as 'info' | 'warn' | 'error' | 'verbose', h.m as string);
+        this.opts.ctx.log(h.l as 'info' | 'warn' | 'error' | 'verbose', h.m as string);
+        break;
       case MSG.READY:
-        return this.onReady(h);
+        this.onReady(h);
+        break;
       case MSG.FINALIZED:
-        return this.finalized?.();
+        this.finalized?.();
+        break;
     }
   }
 
@@ -194,45 +232,78 @@ export class PythonModelInstance implements ModelInstance {
     const waiter = this.initWaiter;
     this.initWaiter = undefined;
     if (!waiter) return;
-    if (h.err === undefined) return waiter.resolve();
+    if (h.err === undefined) {
+      this.readyNow = true;
+      return waiter.resolve();
+    }
     const instance = this.opts.ctx.instance.name;
     waiter.reject(InferenceError.internal(`Failed to initialize Python stub for model '${this.modelName}' (instance '${instance}'): ${h.tb as string}`));
     this.proc.kill();
   }
 
-  private async onExecuteDone(h: Record<string, unknown>, blob: Uint8Array): Promise<void> {
-    const batch = this.batches.get(h.b as number);
+  /** `[batch, entries]` or `[batch, error message]` (see _nereid_ipc). */
+  private onExecuteDone([b, result]: [number, (WireResponse | null)[] | string], blob: Uint8Array): void | Promise<void> {
+    const batch = this.batches.get(b);
     if (!batch) return;
-    this.batches.delete(h.b as number);
+    this.batches.delete(b);
+    if (typeof result === 'string') {
+      this.open.failRange(InferenceError.internal(result), b, batch.count);
+      batch.done();
+      return;
+    }
+    if (result.some((entry) => Array.isArray(entry) && needsFileRead(entry[0]))) return this.deliverAll(b, result, blob).finally(batch.done);
     try {
-      if (typeof h.e === 'string') {
-        this.open.failAll(InferenceError.internal(h.e), batch.keys);
-        return;
-      }
-      const entries = h.r as (WireResponse | null)[];
-      for (let i = 0; i < entries.length; i++) {
-        const entry = entries[i];
-        if (entry !== null) await this.onResponse(batch.keys[i], entry, true, blob);
+      for (let i = 0; i < result.length; i++) {
+        const entry = result[i];
+        if (entry !== null) this.onResponse(b + i, entry, true, blob);
       }
     } finally {
       batch.done();
     }
   }
 
-  private async onResponse(key: string, wire: WireResponse | undefined, final: boolean, blob: Uint8Array): Promise<void> {
+  private async deliverAll(b: number, entries: (WireResponse | null)[], blob: Uint8Array): Promise<void> {
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i];
+      if (entry !== null) await this.onResponse(b + i, entry, true, blob);
+    }
+  }
+
+  /** One response entry (null: only the final flag) for request `key`; a promise when outputs are in files. */
+  private onResponse(key: number, wire: WireResponse | null, final: boolean, blob: Uint8Array): void | Promise<void> {
     const request = this.open.requestOf(key);
     if (!request) return;
-    if (wire?.err) return this.open.fail(key, errorFromWire(wire.err));
-    if (!wire) return this.open.deliver(key, undefined, final);
+    if (wire === null) {
+      this.open.deliver(key, undefined, final);
+      return;
+    }
+    if (!Array.isArray(wire)) {
+      this.open.fail(key, errorFromWire(wire));
+      return;
+    }
+    const [descs, params] = wire;
+    if (needsFileRead(descs)) {
+      return decodeTensors(descs, blob, this.proc.shm, request.inputs).then(
+        (outputs) => this.open.deliver(key, makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, params), final),
+        (e: unknown) => this.open.fail(key, toInferenceError(e)),
+      );
+    }
     try {
-      const descs = wire.o ?? [];
-      const outputs = needsFileRead(descs) ? await decodeTensors(descs, blob, this.proc.shm, request.inputs) : decodeInlineTensors(descs, blob, request.inputs);
-      this.open.deliver(key, makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, wire.p), final);
+      const outputs = decodeInlineTensors(descs, blob, request.inputs);
+      this.open.deliver(key, makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, params), final);
     } catch (e) {
       this.open.fail(key, toInferenceError(e));
     }
   }
 }
+
+/** A correlation id for the stub: a number, a string, or `[digits]` for an integer beyond 2^53. */
+function correlationId(id: bigint | string): number | string | [string] {
+  if (typeof id === 'string') return id;
+  return id <= MAX_SAFE && id >= -MAX_SAFE ? Number(id) : [id.toString()];
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 async function raceTimeout(promises: Promise<unknown>[], ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

@@ -4,7 +4,7 @@ import { existsSync, promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Writable } from 'node:stream';
-import { encodeFrame, FrameReader, type BlobBuilder, type Frame } from './frames';
+import { encodeFrame, FrameReader, MSG, type BlobBuilder, type Frame } from './frames';
 import { ShmPool } from './shm-pool';
 import type { ShmSettings } from './wire-tensors';
 
@@ -63,9 +63,8 @@ export class StubProcess {
     const channel = this.child.stdio[3] as unknown as Writable & NodeJS.ReadableStream;
     this.channel = channel;
     const reader = new FrameReader((frame) => {
-      const released = frame.header.rel;
-      if (Array.isArray(released)) this.shm.pool.release(released as string[]);
-      onFrame(frame);
+      if (frame.type === MSG.RELEASE) this.shm.pool.release(frame.header as string[]);
+      else onFrame(frame);
     });
     channel.on('data', (chunk: Buffer) => reader.push(chunk));
     channel.on('error', () => undefined);
@@ -102,10 +101,12 @@ export class StubProcess {
     return this.stderrTail.join('\n');
   }
 
-  send(type: number, header: object, blob?: BlobBuilder): void {
+  /** Writes a frame; the stub's files read since the last frame go back first, in a RELEASE frame. */
+  send(type: number, header: unknown, blob?: BlobBuilder): void {
     if (!this.alive) return;
     const released = this.shm.released;
-    const chunks = encodeFrame(type, released.length > 0 ? { ...header, rel: released.splice(0) } : header, blob);
+    const before = released.length > 0 ? encodeFrame(MSG.RELEASE, released.splice(0))[0] : undefined;
+    const chunks = encodeFrame(type, header, blob, before);
     if (chunks.length === 1) {
       this.channel.write(chunks[0]);
       return;

@@ -3,19 +3,24 @@ import type { Tensor } from '@nereid/tensor';
 import type { BlobBuilder } from './frames';
 import { encodeTensors, type ShmSettings, type WireTensor } from './wire-tensors';
 
-/** A response as the stub sends it: outputs + parameters JSON, or an error (message, TritonError code). */
-export interface WireResponse {
-  o?: WireTensor[];
-  p?: string;
-  err?: { m: string; c: number };
+/** An error response: message and TritonError code. */
+export interface WireError {
+  m: string;
+  c: number;
 }
+
+/**
+ * A response entry (both ways): `[outputs]` or `[outputs, parameters JSON]` (parameters only when
+ * not `{}`), or an error object.
+ */
+export type WireResponse = [outputs: WireTensor[], parameters?: string] | WireError;
 
 /** TRITONSERVER_Error_Code values, as `pb_utils.TritonError` numbers them. */
 const PY_CODES: readonly ErrorCode[] = [
   'UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED',
 ];
 
-export function errorFromWire(err: { m: string; c: number }): InferenceError {
+export function errorFromWire(err: WireError): InferenceError {
   return new InferenceError(PY_CODES[err.c] ?? 'UNKNOWN', err.m);
 }
 
@@ -38,8 +43,18 @@ export function parseParameters(text: string | undefined): Parameters | undefine
 
 /** Parameters -> JSON text (bigints as numbers), as `request.parameters()` returns it. */
 export function parametersJson(params: Parameters | undefined): string {
-  if (!params) return '{}';
-  return JSON.stringify(params, (_k, v: ParameterValue | Parameters) => (typeof v === 'bigint' ? Number(v) : v));
+  if (!params || !hasOwnKeys(params)) return '{}';
+  return JSON.stringify(params, bigintAsNumber);
+}
+
+function bigintAsNumber(_key: string, v: ParameterValue | Parameters): unknown {
+  return typeof v === 'bigint' ? Number(v) : v;
+}
+
+/** Cheaper than Object.keys(o).length > 0 (no array), for the common empty parameters. */
+function hasOwnKeys(o: object): boolean {
+  for (const k in o) if (Object.prototype.hasOwnProperty.call(o, k)) return true;
+  return false;
 }
 
 /** A Nereid response (or error) for the stub, e.g. a BLS answer. */
@@ -48,10 +63,10 @@ export function encodeResponse(
   blob: BlobBuilder,
   shm: ShmSettings,
 ): { r: WireResponse; pending?: Promise<unknown> } {
-  if (response instanceof InferenceError) return { r: { err: { m: response.message, c: codeToWire(response.code) } } };
+  if (response instanceof InferenceError) return { r: { m: response.message, c: codeToWire(response.code) } };
   const { descs, pending } = encodeTensors(response.outputs, blob, shm);
-  const r: WireResponse = { o: descs };
-  if (response.parameters && Object.keys(response.parameters).length > 0) r.p = parametersJson(response.parameters);
+  const r: WireResponse = [descs];
+  if (response.parameters && Object.keys(response.parameters).length > 0) r.push(parametersJson(response.parameters));
   return { r, pending };
 }
 

@@ -5,17 +5,12 @@ import { elementCount, isDataType, type DataType, type Tensor, type TensorData }
 import type { BlobBuilder } from './frames';
 import type { ShmPool } from './shm-pool';
 
-/** A tensor as the frame header describes it: inline in the blob (`o`) or in a shm file (`f`). */
-export interface WireTensor {
-  n: string;
-  t: string;
-  s: number[];
-  l: number;
-  o?: number;
-  f?: string;
-  /** The stub returned input number `a` of the same request unchanged: reuse its bytes. */
-  a?: number;
-}
+/**
+ * A tensor as a frame header describes it: `[name, datatype, shape, byte length, where]`, `where`
+ * being the offset of its bytes in the blob (a number), a shm file holding them (a string), or, from
+ * the stub only, `[i]`: input number `i` of the same request, unchanged (reuse its bytes).
+ */
+export type WireTensor = [name: string, datatype: string, shape: number[], length: number, where: number | string | [number]];
 
 /** Where large tensors go and how to name the files; shared by one stub process. */
 export interface ShmSettings {
@@ -67,33 +62,30 @@ export function encodeTensors(
   blob: BlobBuilder,
   shm: ShmSettings,
 ): { descs: WireTensor[]; pending?: Promise<unknown> } {
-  const descs: WireTensor[] = [];
-  const writes: Promise<unknown>[] = [];
-  for (const t of tensors) {
+  const descs: WireTensor[] = new Array<WireTensor>(tensors.length);
+  let writes: Promise<unknown>[] | undefined;
+  for (let i = 0; i < tensors.length; i++) {
+    const t = tensors[i];
     const bytes = tensorBytes(t);
-    const desc: WireTensor = { n: t.name, t: t.datatype, s: t.shape, l: bytes.byteLength };
     if (bytes.byteLength >= shm.threshold) {
       const { path: file, written } = shm.pool.write(bytes);
-      desc.f = file;
+      const desc: WireTensor = [t.name, t.datatype, t.shape, bytes.byteLength, file];
       // /dev/shm full or unusable: the bytes go inline instead (the frame is sent after every
       // write has settled, so the blob can still grow and the descriptor change).
-      writes.push(
-        written.catch(() => {
-          delete desc.f;
-          desc.o = blob.add(bytes);
-        }),
-      );
+      (writes ??= []).push(written.catch(() => (desc[4] = blob.add(bytes))));
+      descs[i] = desc;
     } else {
-      desc.o = blob.add(bytes);
+      descs[i] = [t.name, t.datatype, t.shape, bytes.byteLength, blob.add(bytes)];
     }
-    descs.push(desc);
   }
-  return writes.length > 0 ? { descs, pending: Promise.all(writes) } : { descs };
+  return writes ? { descs, pending: Promise.all(writes) } : { descs };
 }
 
 /** True when some descriptor needs a file read (decoding is then asynchronous). */
 export function needsFileRead(descs: readonly WireTensor[] | undefined): boolean {
-  return descs !== undefined && descs.some((d) => d.f !== undefined);
+  if (descs === undefined) return false;
+  for (let i = 0; i < descs.length; i++) if (typeof descs[i][4] === 'string') return true;
+  return false;
 }
 
 /**
@@ -101,7 +93,15 @@ export function needsFileRead(descs: readonly WireTensor[] | undefined): boolean
  * request's own inputs, which outputs may reference (`a`).
  */
 export function decodeInlineTensors(descs: readonly WireTensor[], blob: Uint8Array, inputs: readonly Tensor[] = []): Tensor[] {
-  return descs.map((d) => (d.a !== undefined ? aliasOf(d, inputs) : toTensor(d, blob.subarray(d.o ?? 0, (d.o ?? 0) + d.l))));
+  const out = new Array<Tensor>(descs.length);
+  for (let i = 0; i < descs.length; i++) {
+    const d = descs[i];
+    const where = d[4];
+    if (typeof where === 'number') out[i] = toTensor(d, blob.subarray(where, where + d[3]));
+    else if (Array.isArray(where)) out[i] = aliasOf(d, where[0], inputs);
+    else throw InferenceError.internal(`python stub sent tensor '${d[0]}' in a file where inline bytes were expected`);
+  }
+  return out;
 }
 
 /** Decodes descriptors, reading the stub's shm files (listed in `shm.released` once read). */
@@ -113,21 +113,22 @@ export async function decodeTensors(
 ): Promise<Tensor[]> {
   return Promise.all(
     descs.map(async (d) => {
-      if (d.f === undefined) return decodeInlineTensors([d], blob, inputs)[0];
-      if (!d.f.startsWith(path.join(shm.dir, shm.prefix))) throw InferenceError.internal(`python stub named a file outside its shared-memory folder: '${d.f}'`);
+      const file = d[4];
+      if (typeof file !== 'string') return decodeInlineTensors([d], blob, inputs)[0];
+      if (!file.startsWith(path.join(shm.dir, shm.prefix))) throw InferenceError.internal(`python stub named a file outside its shared-memory folder: '${file}'`);
       try {
-        return toTensor(d, await readWhole(d.f, d.l));
+        return toTensor(d, await readWhole(file, d[3]));
       } finally {
-        shm.released.push(d.f);
+        shm.released.push(file);
       }
     }),
   );
 }
 
-function aliasOf(d: WireTensor, inputs: readonly Tensor[]): Tensor {
-  const source = inputs[d.a ?? -1];
-  if (!source || source.datatype !== d.t) throw InferenceError.internal(`python model returned tensor '${d.n}' as an unknown input`);
-  return { name: d.n, datatype: source.datatype, shape: d.s, data: source.data };
+function aliasOf(d: WireTensor, index: number, inputs: readonly Tensor[]): Tensor {
+  const source = inputs[index];
+  if (!source || source.datatype !== d[1]) throw InferenceError.internal(`python model returned tensor '${d[0]}' as an unknown input`);
+  return { name: d[0], datatype: source.datatype, shape: d[2], data: source.data };
 }
 
 async function readWhole(file: string, length: number): Promise<Uint8Array> {
@@ -147,17 +148,18 @@ async function readWhole(file: string, length: number): Promise<Uint8Array> {
 }
 
 function toTensor(d: WireTensor, bytes: Uint8Array): Tensor {
-  if (!isDataType(d.t)) throw InferenceError.internal(`python model returned tensor '${d.n}' with unknown datatype '${d.t}'`);
-  const count = elementCount(d.s);
-  if (d.t === 'BYTES') return { name: d.n, datatype: d.t, shape: d.s, data: splitBytes(d.n, bytes, count) };
-  const ctor = VIEW[d.t];
+  const [name, datatype, shape] = d;
+  if (!isDataType(datatype)) throw InferenceError.internal(`python model returned tensor '${name}' with unknown datatype '${datatype}'`);
+  const count = elementCount(shape);
+  if (datatype === 'BYTES') return { name, datatype, shape, data: splitBytes(name, bytes, count) };
+  const ctor = VIEW[datatype];
   if (bytes.byteLength !== count * ctor.BYTES_PER_ELEMENT) {
     throw InferenceError.internal(
-      `python model returned tensor '${d.n}' with ${bytes.byteLength} bytes, expected ${count * ctor.BYTES_PER_ELEMENT} for shape [${d.s.join(',')}]`,
+      `python model returned tensor '${name}' with ${bytes.byteLength} bytes, expected ${count * ctor.BYTES_PER_ELEMENT} for shape [${shape.join(',')}]`,
     );
   }
   const aligned = bytes.byteOffset % ctor.BYTES_PER_ELEMENT === 0 ? bytes : Uint8Array.prototype.slice.call(bytes);
-  return { name: d.n, datatype: d.t, shape: d.s, data: new ctor(aligned.buffer, aligned.byteOffset, count) };
+  return { name, datatype, shape, data: new ctor(aligned.buffer, aligned.byteOffset, count) };
 }
 
 function splitBytes(name: string, bytes: Uint8Array, count: number): Uint8Array[] {
