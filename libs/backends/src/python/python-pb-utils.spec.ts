@@ -89,6 +89,17 @@ describe('PythonBackend: the pb_utils API seen by a model', () => {
     expect(sink.responses[0].parameters).toEqual({ probe: true, count: 3, who: 'pb' });
   });
 
+  it('passes every form of correlation id, several requests in one batch', async () => {
+    const inst = await backend.loadInstance(loadContext(FIXTURES, probeConfig));
+    const inputs = () => [f32('INPUT0', [1, 2, 3, 4]), bytes('TEXT', ['ab', 'cd'])];
+    const ids = [0n, 2n ** 53n - 1n, 2n ** 60n + 3n, 'seq-a'];
+    const sinks = await run(inst, ids.map((sequenceId) => request('pb_utils_probe', inputs(), { sequenceId })));
+    await inst.unload();
+    // The report is JSON text: compare the raw numbers (JSON.parse would round 2^60 + 3).
+    const seen = sinks.map((s) => /"correlation_id": ("[^"]*"|\d+)/.exec(text(s.output('REPORT'))[0])?.[1]);
+    expect(seen).toEqual(['0', String(2n ** 53n - 1n), String(2n ** 60n + 3n), '"seq-a"']);
+  });
+
   it('sends Logger lines and prints to the log, tagged with file and line', () => {
     const find = (level: string, m: string) => logs.find((l) => l.level === level && l.message.endsWith(m));
     expect(find('info', 'probe initialized')?.message).toMatch(/^model\.py:\d+\] probe initialized$/);

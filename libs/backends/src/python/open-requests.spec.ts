@@ -1,0 +1,42 @@
+import type { ExecutionItem, InferenceRequest } from '@nereid/protocol';
+import { OpenRequests, WATCH_AFTER_MS } from './open-requests';
+import { CollectingSink, request } from './testing';
+
+/** An item whose signal counts how often it was read (the HTTP front creates it on first read). */
+function item(controller = new AbortController()): { item: ExecutionItem; reads: () => number; controller: AbortController } {
+  let reads = 0;
+  const req: InferenceRequest = request('m', []);
+  Object.defineProperty(req, 'signal', { get: () => (reads++, controller.signal) });
+  return { item: { request: req, sink: new CollectingSink() }, reads: () => reads, controller };
+}
+
+const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('OpenRequests', () => {
+  it('does not read the signal of a request answered before WATCH_AFTER_MS', async () => {
+    const cancels: [number, number][] = [];
+    const open = new OpenRequests(false, 'm', (b, i) => cancels.push([b, i]));
+    const a = item();
+    open.add(7, 7, a.item);
+    open.deliver(7, { id: '', modelName: 'm', modelVersion: '1', outputs: [] }, true);
+    await later(WATCH_AFTER_MS + 20);
+    expect(a.reads()).toBe(0);
+    expect(open.size).toBe(0);
+  });
+
+  it('cancels a request whose client goes away once it is watched, or went away before', async () => {
+    const cancels: [number, number][] = [];
+    const open = new OpenRequests(true, 'm', (b, i) => cancels.push([b, i]));
+    const early = item();
+    const late = item();
+    open.add(10, 10, early.item);
+    open.add(11, 10, late.item);
+    early.controller.abort();
+    await later(WATCH_AFTER_MS + 20);
+    expect(cancels).toEqual([[10, 0]]);
+    late.controller.abort();
+    expect(cancels).toEqual([[10, 0], [10, 1]]);
+    open.deliver(11, undefined, true);
+    expect(open.size).toBe(1);
+  });
+});
