@@ -40,8 +40,10 @@ class Reader:
         wakeable=False: only a frame can make done() true, so the reader needs no wake-up and reads
         the socket directly (one system call instead of select + read).
         """
+        mutex = self._mutex
+        conn = self._conn
         while True:
-            with self._mutex:
+            with mutex:
                 while self._reading and not done():
                     self._waiting += 1
                     try:
@@ -52,9 +54,15 @@ class Reader:
                     return
                 self._reading = True
             try:
-                self._read_once(True, wakeable)
+                if wakeable and not conn.has_buffered():
+                    self._read_once(True)
+                else:
+                    self._dispatch(conn.recv())
             finally:
-                self._release()
+                with mutex:  # self._release(), inlined
+                    self._reading = False
+                    if self._waiting:
+                        self._cond.notify_all()
 
     def poll(self):
         """Dispatches frames that already arrived, without blocking (used by is_cancelled)."""
@@ -63,7 +71,7 @@ class Reader:
                 return
             self._reading = True
         try:
-            while self._read_once(False, True):
+            while self._read_once(False):
                 pass
         finally:
             self._release()
@@ -74,9 +82,9 @@ class Reader:
             if self._waiting:
                 self._cond.notify_all()
 
-    def _read_once(self, block, wakeable):
+    def _read_once(self, block):
         conn = self._conn
-        if wakeable and not conn.has_buffered():
+        if not conn.has_buffered():
             fd = conn.fd
             ready = select.select([fd, self._wake_r], [], [], None if block else 0)[0]
             if self._wake_r in ready:

@@ -22,6 +22,8 @@ _frombuffer = np.frombuffer
 _new_object = object.__new__
 
 _LOG_LEVELS = {0: "info", 1: "warn", 2: "error", 3: "verbose"}
+_MSG_BLS_RESULT = ipc.MSG_BLS_RESULT
+_MSG_CANCEL = ipc.MSG_CANCEL
 
 
 def decode_tensors(conn, descs, blob):
@@ -184,18 +186,18 @@ class Runtime:
         return channel.get_nowait()
 
     def _dispatch(self, frame):
-        """Routes one received frame; runs on whichever thread is reading."""
-        if frame is None:
-            self._commands.append(None)
-            return
-        msg_type, header, blob = frame
-        if msg_type == ipc.MSG_BLS_RESULT:
-            self._on_bls_result(header, blob)
-        elif msg_type == ipc.MSG_CANCEL:
-            with self._lock:
-                self._cancelled.add((header["b"], header["i"]))
-        else:
-            self._commands.append(frame)
+        """Routes one received frame (None: the server is gone); runs on whichever thread is reading."""
+        if frame is not None:
+            msg_type = frame[0]
+            if msg_type == _MSG_BLS_RESULT:
+                return self._on_bls_result(frame[1], frame[2])
+            if msg_type == _MSG_CANCEL:
+                header = frame[1]
+                with self._lock:
+                    self._cancelled.add((header["b"], header["i"]))
+                return None
+        self._commands.append(frame)
+        return None
 
 
 def dumps(obj):
