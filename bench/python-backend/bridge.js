@@ -18,6 +18,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, fmt } = require('../lib/util');
+const { processCpuNs } = require('./cpu');
 const { SUM_MODEL } = require('./models');
 
 const DIST = path.join(ROOT, 'dist/libs/backends/src/python');
@@ -51,19 +52,6 @@ while True:
     os.write(fd, buf[:4 + n])
     buf = buf[4 + n:]
 `;
-
-/** CPU nanoseconds used so far by every thread of process `pid` (Linux), or NaN. */
-function processCpuNs(pid) {
-  try {
-    let total = 0;
-    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-      total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    }
-    return total;
-  } catch {
-    return NaN;
-  }
-}
 
 /** A python "interpreter" that runs the stub under cProfile (see stub_profile.py). */
 function profilingPython(dir, out) {

@@ -6,6 +6,8 @@
 //   b. the same with 16 requests in flight: p50/p99 and throughput;
 //   c. a 16 MB FP32 tensor (4M elements) through the python `identity` model, binary in and out:
 //      GB/s of tensor payload (request + response bytes / time).
+//   With a., the CPU time per sequential request of the server process and of its python stubs
+//   (Linux /proc): less sensitive than latency to other work running on the machine.
 // Usage: node bench/python-backend/run.js [sequential requests=2000]
 // Uses the built server (dist/); runs `npm run build` first when it is missing.
 // NEREID_MAIN=<path to main.js> runs another build of the server instead.
@@ -15,6 +17,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, MAIN, freePort, waitFor, startScript, stop, fmt } = require('../lib/util');
+const { treeCpuNs } = require('./cpu');
 const { SUM_MODEL: PY_SUM_MODEL } = require('./models');
 
 const SEQ = Number(process.argv[2] || 2000);
@@ -66,7 +69,7 @@ async function startServer(main, repo) {
     '--grpc-port', String(grpc), '--metrics-port', String(metrics), '--http-address', '127.0.0.1',
     '--grpc-address', '127.0.0.1', '--log-info=false'], { stdio: ['ignore', 'inherit', 'inherit'] });
   await waitFor(`http://127.0.0.1:${port}/v2/health/ready`, 60000);
-  return { port, stop: () => stop(child) };
+  return { port, pid: child.pid, stop: () => stop(child) };
 }
 
 /** One POST; resolves with the response body (only its length when `countOnly`); rejects on non-200. */
@@ -201,12 +204,20 @@ async function main() {
     for (const [label, conc, total] of [['sequential', 1, SEQ], ['concurrent', CONCURRENCY, CONC_TOTAL]]) {
       // Interleave the two models twice and keep the better run of each, to damp noise from other load.
       const runs = { onnx: [], python: [] };
+      const cpu = { onnx: [], python: [] };
+      const measureCpu = async (kind, urlPath) => {
+        const before = treeCpuNs(server.pid);
+        runs[kind].push(await measure(server.port, urlPath, body, json, conc, total, 200));
+        const after = treeCpuNs(server.pid);
+        cpu[kind].push({ server: (after.self - before.self) / 1000 / (total + 200), stubs: (after.children - before.children) / 1000 / (total + 200) });
+      };
       for (let round = 0; round < 2; round++) {
-        runs.onnx.push(await measure(server.port, '/v2/models/simple/infer', body, json, conc, total, 200));
-        runs.python.push(await measure(server.port, '/v2/models/py_simple/infer', body, json, conc, total, 200));
+        await measureCpu('onnx', '/v2/models/simple/infer');
+        await measureCpu('python', '/v2/models/py_simple/infer');
       }
       const best = (rs) => rs.reduce((a, b) => (b.p50 < a.p50 ? b : a));
-      results[label] = { onnx: best(runs.onnx), python: best(runs.python) };
+      const least = (cs) => cs.reduce((a, b) => (b.server + b.stubs < a.server + a.stubs ? b : a));
+      results[label] = { onnx: best(runs.onnx), python: best(runs.python), cpu: { onnx: least(cpu.onnx), python: least(cpu.python) } };
     }
     const bigReq = bigRequest();
     const big = await measureBig(server.port, '/v2/models/identity/infer', bigReq, checkIdentity(bigReq));
@@ -221,6 +232,9 @@ async function main() {
       console.log(row(`${label} onnx   (simple)`, onnx));
       console.log(row(`${label} python (py_simple)`, python));
     }
+    const c = results.sequential.cpu;
+    console.log(`\nCPU per sequential request (the lower of 2 runs): onnx: server ${fmt(c.onnx.server)} µs; ` +
+      `python: server ${fmt(c.python.server)} µs + stub ${fmt(c.python.stubs)} µs`);
     const added = results.sequential.python.p50 - results.sequential.onnx.p50;
     const addedConc = results.concurrent.python.p50 - results.concurrent.onnx.p50;
     console.log('\nsummary');
