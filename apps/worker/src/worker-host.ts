@@ -88,27 +88,35 @@ export class WorkerHost implements WorkerChannel {
     return active.length * concurrency;
   }
 
-  async execute(key: ModelKey, slot: number, items: ExecutionItem[]): Promise<void> {
+  execute(key: ModelKey, slot: number, items: ExecutionItem[]): Promise<void> {
     const model = this.models.get(key);
     const target = model && model.activeCount > 0 ? model.instances[slot % model.activeCount] : undefined;
     if (!model || !target) {
       const err = InferenceError.unavailable(`no instance of '${key}' is loaded for slot ${slot}`);
       for (const item of items) item.sink.fail(err);
-      return;
+      return Promise.resolve();
     }
     const batched = (model.config.max_batch_size ?? 0) > 0;
     let batchSize = 0;
     for (const item of items) batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
     const started = performance.now();
     for (const item of items) item.startedAt = started;
+    const report = (): void => {
+      const computeNs = Math.round((performance.now() - started) * 1e6);
+      this.services.onBatch({ key, batchSize, requestCount: items.length, computeNs });
+    };
+    // A promise chain rather than an async function (one microtask fewer per batch).
+    let run: Promise<void>;
     try {
-      await target.execute(items);
+      run = target.execute(items);
     } catch (e) {
+      run = Promise.reject(e);
+    }
+    return run.then(report, (e: unknown) => {
       const err = toInferenceError(e);
       for (const item of items) item.sink.fail(err);
-    }
-    const computeNs = Math.round((performance.now() - started) * 1e6);
-    this.services.onBatch({ key, batchSize, requestCount: items.length, computeNs });
+      report();
+    });
   }
 
   async unload(key: ModelKey): Promise<void> {

@@ -47,17 +47,22 @@ function dimsMatch(expected: readonly number[], got: readonly number[]): boolean
 export function validateRequest(request: InferenceRequest, config: ModelConfig, io: ModelIo): void {
   const model = config.name ?? request.modelName;
   const maxBatch = config.max_batch_size ?? 0;
-  const seen = new Set<string>();
+  const inputs = request.inputs;
   let batchSize = -1;
-  for (const t of request.inputs) {
-    if (seen.has(t.name)) {
+  let requiredSeen = 0;
+  // Requests usually carry a handful of inputs: a scan costs less than a Set per request.
+  const seen = inputs.length > 16 ? new Set<string>() : undefined;
+  for (let k = 0; k < inputs.length; k++) {
+    const t = inputs[k];
+    if (seen ? seen.has(t.name) : inputs.findIndex((u) => u.name === t.name) < k) {
       throw InferenceError.invalidArg(`${prefix(request)}input '${t.name}' already exists in request`);
     }
-    seen.add(t.name);
+    seen?.add(t.name);
     const spec = io.inputs.get(t.name);
     if (!spec) {
       throw InferenceError.invalidArg(`${prefix(request)}unexpected inference input '${t.name}' for model '${model}'`);
     }
+    if (!spec.optional) requiredSeen++;
     const want = fromConfigType(spec.data_type ?? '');
     if (want !== t.datatype) {
       throw InferenceError.invalidArg(
@@ -89,8 +94,8 @@ export function validateRequest(request: InferenceRequest, config: ModelConfig, 
       );
     }
   }
-  const missing = io.required.filter((n) => !seen.has(n));
-  if (missing.length > 0) {
+  if (requiredSeen < io.required.length) {
+    const missing = io.required.filter((n) => !inputs.some((t) => t.name === n));
     throw InferenceError.invalidArg(
       `${prefix(request)}expected ${io.required.length} inputs but got ${request.inputs.length} inputs for model '${model}'. ` +
         `Got input(s) [${request.inputs.map((t) => `'${t.name}'`).join(', ')}], but missing required input(s) ` +

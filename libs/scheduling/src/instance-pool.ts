@@ -35,19 +35,26 @@ export class InstancePool {
     if (instance === undefined) throw new Error('InstancePool.dispatch called with no free instance');
     const guarded = items.map((item) => ({ ...item, sink: new GuardedSink(item.sink) }));
     this.running += guarded.length;
-    void this.run(instance, guarded);
+    // A promise chain rather than an async function: one promise and one microtask fewer per batch.
+    let run: Promise<void>;
+    try {
+      run = this.execute(instance, guarded);
+    } catch (e) {
+      run = Promise.reject(e);
+    }
+    run.then(
+      () => this.release(instance, guarded.length),
+      (e: unknown) => {
+        const error = toInferenceError(e);
+        for (const item of guarded) if (!item.sink.done) item.sink.fail(error);
+        this.release(instance, guarded.length);
+      },
+    );
   }
 
-  private async run(instance: number, items: (ExecutionItem & { sink: GuardedSink })[]): Promise<void> {
-    try {
-      await this.execute(instance, items);
-    } catch (e) {
-      const error = toInferenceError(e);
-      for (const item of items) if (!item.sink.done) item.sink.fail(error);
-    } finally {
-      this.running -= items.length;
-      this.free.push(instance);
-      this.onFree();
-    }
+  private release(instance: number, count: number): void {
+    this.running -= count;
+    this.free.push(instance);
+    this.onFree();
   }
 }

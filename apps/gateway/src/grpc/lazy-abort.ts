@@ -1,4 +1,4 @@
-import type { InferenceRequest } from '@nereid/protocol';
+import { setAbortSource, type InferenceRequest } from '@nereid/protocol';
 
 /**
  * An abort signal created only when someone reads it. Reading `AbortController#signal` costs a few
@@ -24,6 +24,7 @@ export class LazyAbort {
 
   /** Makes `request.signal` this lazy signal. */
   attach(request: InferenceRequest): void {
+    if (setAbortSource(request, this)) return;
     Object.defineProperty(request, 'signal', { get: () => this.signal, enumerable: true, configurable: true });
   }
 }

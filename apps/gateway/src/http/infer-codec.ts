@@ -208,16 +208,22 @@ export interface EncodedResponse {
   headerLength?: number;
 }
 
-/** The internal response → v2 JSON (+ binary section for outputs asked in binary). */
-export function encodeInferResponse(response: InferenceResponse, form: OutputForm): EncodedResponse {
-  const chunks: Uint8Array[] = [];
+/** The response as the JSON text and the binary outputs' bytes (views of the output tensors). */
+export interface EncodedResponseText {
+  json: string;
+  binary: Uint8Array[];
+}
+
+/** The internal response → v2 JSON text (+ the binary section's parts for outputs asked in binary). */
+export function encodeInferResponseText(response: InferenceResponse, form: OutputForm): EncodedResponseText {
+  const binary: Uint8Array[] = [];
   const outputs = response.outputs.map((t) => {
-    const binary = form.binary.get(t.name) ?? form.defaultBinary;
+    const asBinary = form.binary.get(t.name) ?? form.defaultBinary;
     const out: Record<string, unknown> = { name: t.name, datatype: t.datatype, shape: t.shape };
-    if (binary) {
+    if (asBinary) {
       const bytes = tensorDataToBytes(t);
       out.parameters = { binary_data_size: bytes.byteLength };
-      if (bytes.byteLength > 0) chunks.push(bytes);
+      if (bytes.byteLength > 0) binary.push(bytes);
     } else {
       out.data = encodeJsonData(t);
     }
@@ -233,7 +239,13 @@ export function encodeInferResponse(response: InferenceResponse, form: OutputFor
     json.parameters = params;
   }
   json.outputs = outputs;
-  const header = Buffer.from(JSON.stringify(json));
-  if (chunks.length === 0) return { parts: [header] };
-  return { parts: [header, ...chunks], headerLength: header.length };
+  return { json: JSON.stringify(json), binary };
+}
+
+/** The internal response → v2 JSON (+ binary section for outputs asked in binary). */
+export function encodeInferResponse(response: InferenceResponse, form: OutputForm): EncodedResponse {
+  const { json, binary } = encodeInferResponseText(response, form);
+  const header = Buffer.from(json);
+  if (binary.length === 0) return { parts: [header] };
+  return { parts: [header, ...binary], headerLength: header.length };
 }

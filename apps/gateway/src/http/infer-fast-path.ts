@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { InferenceCore } from '@nereid/core';
 import { InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
-import { decodeInferRequest, encodeInferResponse, type RawInputInfo } from './infer-codec';
+import { decodeInferRequest, encodeInferResponseText, type EncodedResponseText, type RawInputInfo } from './infer-codec';
 
 /** `/v2/models/<m>[/versions/<v>]/infer` → [model, version]; undefined for any other path. */
 export function matchInferPath(url: string): [string, number] | undefined {
@@ -35,53 +36,65 @@ function tooLarge(limit: number, size?: number): InferenceError {
   );
 }
 
+/** Bodies up to this size are taken as the socket delivered them (usually one chunk, no copy). */
+const SMALL_BODY = 64 * 1024;
+
+type BodyCallback = (error: unknown, body?: Buffer) => void;
+
 /**
- * Reads the whole body. When the length is declared, the bytes land in one buffer placed so that
- * the binary section (after `Inference-Header-Content-Length` bytes of JSON) starts 8-byte
- * aligned: the first tensor can then be used in place instead of being copied again.
+ * Reads the whole body and calls `done` once. A large body with a declared length lands in one
+ * buffer placed so that the binary section (after `Inference-Header-Content-Length` bytes of JSON)
+ * starts 8-byte aligned: the first tensor can then be used in place instead of being copied again.
+ * A small body is kept as the chunk the socket delivered (a copy of a few bytes costs less than
+ * a buffer of its own per request; the codec copies a misaligned tensor).
  */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? -1);
-    if (declared > limit) {
-      reject(tooLarge(limit, declared));
-      req.resume();
-      return;
-    }
+function readBody(req: IncomingMessage, limit: number, done: BodyCallback): void {
+  const lengthHeader = req.headers['content-length'];
+  const declared = lengthHeader === undefined ? -1 : Number(lengthHeader);
+  if (declared > limit) {
+    req.resume();
+    done(tooLarge(limit, declared));
+    return;
+  }
+  let failed = false;
+  const fail = (e: unknown): void => {
+    if (failed) return;
+    failed = true;
+    req.removeAllListeners('data');
+    req.resume();
+    done(e);
+  };
+  req.once('error', fail);
+  const encoding = req.headers['content-encoding'];
+  const compressed = encoding !== undefined && encoding !== 'identity';
+  if (declared > SMALL_BODY && !compressed) {
     const jsonLength = Number(req.headers['inference-header-content-length'] ?? 0);
-    const compressed = req.headers['content-encoding'] !== undefined && req.headers['content-encoding'] !== 'identity';
-    if (declared > 0 && !compressed) {
-      const pad = Number.isInteger(jsonLength) && jsonLength > 0 ? (8 - (jsonLength % 8)) % 8 : 0;
-      const target = Buffer.from(new ArrayBuffer(declared + pad), pad, declared);
-      let at = 0;
-      req.on('data', (c: Buffer) => {
-        if (at + c.length > declared) {
-          reject(InferenceError.invalidArg('request body is longer than its Content-Length'));
-          req.removeAllListeners('data');
-          req.resume();
-          return;
-        }
-        target.set(c, at);
-        at += c.length;
-      });
-      req.once('end', () => resolve(at === declared ? target : target.subarray(0, at)));
-      req.once('error', reject);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const pad = Number.isInteger(jsonLength) && jsonLength > 0 ? (8 - (jsonLength % 8)) % 8 : 0;
+    const target = Buffer.from(new ArrayBuffer(declared + pad), pad, declared);
+    let at = 0;
     req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        reject(tooLarge(limit));
-        req.removeAllListeners('data');
-        req.resume();
-        return;
-      }
-      chunks.push(c);
+      if (at + c.length > declared) return fail(InferenceError.invalidArg('request body is longer than its Content-Length'));
+      target.set(c, at);
+      at += c.length;
     });
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
-    req.once('error', reject);
+    req.once('end', () => {
+      if (!failed) done(undefined, at === declared ? target : target.subarray(0, at));
+    });
+    return;
+  }
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
+  let size = 0;
+  req.on('data', (c: Buffer) => {
+    size += c.length;
+    if (size > limit) return fail(tooLarge(limit));
+    if (first === undefined) first = c;
+    else if (chunks === undefined) chunks = [first, c];
+    else chunks.push(c);
+  });
+  req.once('end', () => {
+    if (failed) return;
+    done(undefined, chunks ? Buffer.concat(chunks, size) : (first ?? Buffer.alloc(0)));
   });
 }
 
@@ -106,17 +119,15 @@ export class InferFastPath {
   handle(req: IncomingMessage, res: ServerResponse, model: string, version: number): void {
     // Plain callbacks rather than an async function: every await is a microtask hop, and on a small
     // model those hops were a measurable share of the request (bench/http-infer).
-    readBody(req, this.maxInputSize).then(
-      (raw) => {
-        const encoding = req.headers['content-encoding'];
-        if (encoding === undefined || encoding === 'identity') return this.infer(req, res, raw, model, version);
-        decodeBody(raw, encoding, this.maxInputSize).then(
-          (body) => this.infer(req, res, body, model, version),
-          (e: unknown) => fail(res, e),
-        );
-      },
-      (e: unknown) => fail(res, e),
-    );
+    readBody(req, this.maxInputSize, (error, raw) => {
+      if (error !== undefined) return fail(res, error);
+      const encoding = req.headers['content-encoding'];
+      if (encoding === undefined || encoding === 'identity') return this.infer(req, res, raw!, model, version);
+      decodeBody(raw!, encoding, this.maxInputSize).then(
+        (body) => this.infer(req, res, body, model, version),
+        (e: unknown) => fail(res, e),
+      );
+    });
   }
 
   private infer(req: IncomingMessage, res: ServerResponse, body: Buffer, model: string, version: number): void {
@@ -129,19 +140,22 @@ export class InferFastPath {
       // A client that goes away before the answer cancels its request.
       const abort = new LazyAbort();
       abort.attach(request);
-      res.once('close', () => {
-        if (!res.writableEnded) abort.abort();
-      });
+      const open = openRequestsOf(req.socket);
+      open.add(abort);
       // The observer form of the core (inferOne would add a promise and a microtask per request).
       let last: InferenceResponse | undefined;
       this.core.infer(request, {
         onResponse: (response, final) => {
           if (response) last = response;
           if (!final) return;
-          if (last) respond(req, res, encodeInferResponse(last, form));
+          open.delete(abort);
+          if (last) respond(req, res, encodeInferResponseText(last, form));
           else fail(res, InferenceError.internal(`model '${model}' sent no response`));
         },
-        onError: (e) => fail(res, e),
+        onError: (e) => {
+          open.delete(abort);
+          fail(res, e);
+        },
       });
     } catch (e) {
       fail(res, e);
@@ -149,13 +163,50 @@ export class InferFastPath {
   }
 }
 
-function respond(req: IncomingMessage, res: ServerResponse, encoded: ReturnType<typeof encodeInferResponse>): void {
+const OPEN_REQUESTS = Symbol('nereid.openRequests');
+
+type WatchedSocket = Socket & { [OPEN_REQUESTS]?: Set<LazyAbort> };
+
+/**
+ * The requests of a connection that have no answer yet; when the connection closes first they are
+ * cancelled. One close listener per connection instead of one per request (a listener added and
+ * dropped per request showed in the profile of small requests).
+ */
+function openRequestsOf(socket: Socket): Set<LazyAbort> {
+  const watched = socket as WatchedSocket;
+  let open = watched[OPEN_REQUESTS];
+  if (!open) {
+    const set = new Set<LazyAbort>();
+    open = set;
+    watched[OPEN_REQUESTS] = set;
+    socket.once('close', () => {
+      for (const abort of set) abort.abort();
+      set.clear();
+    });
+  }
+  return open;
+}
+
+function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResponseText): void {
   const encoding = pickEncoding(req.headers['accept-encoding']);
-  if (!encoding) return writeParts(res, encoded.parts, encoded.headerLength);
-  compress(Buffer.concat(encoded.parts), encoding).then(
-    (body) => writeParts(res, [body], encoded.headerLength, encoding),
+  if (!encoding) {
+    // JSON only: the text goes to `end` as it is, and Node sends it in one write with the status
+    // line and headers (a Buffer would be a second part of a writev).
+    if (encoded.binary.length === 0) return writeJson(res, encoded.json);
+    const header = Buffer.from(encoded.json);
+    return writeParts(res, [header, ...encoded.binary], header.length);
+  }
+  const header = Buffer.from(encoded.json);
+  const headerLength = encoded.binary.length > 0 ? header.length : undefined;
+  compress(Buffer.concat([header, ...encoded.binary]), encoding).then(
+    (body) => writeParts(res, [body], headerLength, encoding),
     (e: unknown) => fail(res, e),
   );
+}
+
+function writeJson(res: ServerResponse, text: string): void {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
 }
 
 /** Writes the JSON header and each binary output as they are: no concatenation copy. */

@@ -30,6 +30,8 @@ export async function runEnsemble(config: ModelConfig, request: InferenceRequest
     }));
     const sub: InferenceRequest = {
       ...request,
+      // A getter on the request's prototype: spread copies own properties only.
+      signal: request.signal,
       id: request.id,
       modelName: s.model_name ?? '',
       modelVersion: s.model_version ?? -1,

@@ -73,18 +73,23 @@ export function splitResponses(
   const batching = model.maxBatchSize > 0;
   const sizes = batchSizes(items, batching);
   const total = sizes.reduce((a, b) => a + b, 0);
-  const byName = new Map(outputs.map((o) => [o.name, o]));
   let offset = 0;
   return items.map((item, index) => {
     const size = sizes[index];
     const tensors = requestedNames(model, item).map((name) => {
-      const out = byName.get(name);
+      const out = outputNamed(outputs, name);
       if (!out) throw new Error(`ONNX Runtime returned no output '${name}'`);
       return batching ? batchSlice(model, out, offset, size, total) : reshaped(model, out, out.dims, out.data);
     });
     offset += size;
     return { id: item.request.id, modelName: model.name, modelVersion: model.version, outputs: tensors };
   });
+}
+
+/** A linear search: a model has a handful of outputs, and a Map per run cost more than it saved. */
+function outputNamed(outputs: readonly RunTensor[], name: string): RunTensor | undefined {
+  for (const o of outputs) if (o.name === name) return o;
+  return undefined;
 }
 
 function batchSlice(model: BatchModel, out: RunTensor, offset: number, size: number, total: number): Tensor {

@@ -23,18 +23,19 @@ export class InlineSessionRunner implements SessionRunner {
     return this.session?.outputNames ?? [];
   }
 
-  async run(feeds: RunTensor[], fetches: string[]): Promise<RunTensor[]> {
+  run(feeds: RunTensor[], fetches: string[]): Promise<RunTensor[]> {
     const session = this.session;
-    if (!session) throw new Error('the session is closed');
+    if (!session) return Promise.reject(new Error('the session is closed'));
     const ortFeeds: Record<string, ort.Tensor> = {};
     for (const t of feeds) ortFeeds[t.name] = new ort.Tensor(t.type, t.data, t.dims);
     // Every output is fetched: onnxruntime-node 1.23 mislabels the results of a partial fetch list.
-    const results = await session.run(ortFeeds);
-    return fetches.map((name) => {
-      const t = results[name];
-      if (!t) throw new Error(`ONNX Runtime returned no output '${name}'`);
-      return { name, type: t.type as OrtType, dims: Array.from(t.dims), data: t.data as RunTensor['data'] };
-    });
+    return session.run(ortFeeds).then((results) =>
+      fetches.map((name) => {
+        const t = results[name];
+        if (!t) throw new Error(`ONNX Runtime returned no output '${name}'`);
+        return { name, type: t.type as OrtType, dims: Array.from(t.dims), data: t.data as RunTensor['data'] };
+      }),
+    );
   }
 
   async close(): Promise<void> {
