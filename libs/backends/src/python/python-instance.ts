@@ -69,15 +69,24 @@ export class PythonModelInstance implements ModelInstance {
     return instance;
   }
 
-  async execute(items: ExecutionItem[]): Promise<void> {
-    if (!this.readyNow || this.unloading) {
-      try {
-        await this.ensureReady();
-      } catch (e) {
-        for (const item of items) item.sink.fail(toInferenceError(e));
-        return;
-      }
+  execute(items: ExecutionItem[]): Promise<void> {
+    // Not an async function: the usual call sends at once and returns the batch's own promise.
+    if (!this.readyNow || this.unloading) return this.executeWhenReady(items);
+    return this.sendBatch(items);
+  }
+
+  private async executeWhenReady(items: ExecutionItem[]): Promise<void> {
+    try {
+      await this.ensureReady();
+    } catch (e) {
+      for (const item of items) item.sink.fail(toInferenceError(e));
+      return;
     }
+    return this.sendBatch(items);
+  }
+
+  /** Sends one EXECUTE frame; the promise settles when the stub has answered it (EXECUTE_DONE). */
+  private sendBatch(items: ExecutionItem[]): Promise<void> {
     const proc = this.proc;
     // The batch id is the key of its first request; request i is `batch + i` (see OpenRequests).
     const batch = this.nextKey;
@@ -92,13 +101,17 @@ export class PythonModelInstance implements ModelInstance {
       q[index] = this.requestHeader(request, descs);
     }
     if (writes) {
-      try {
-        await Promise.all(writes);
-      } catch (e) {
-        for (const item of items) item.sink.fail(InferenceError.internal(`cannot pass inputs to python model '${this.modelName}': ${toInferenceError(e).message}`));
-        return;
-      }
+      return Promise.all(writes).then(
+        () => this.dispatch(proc, items, batch, q, blob),
+        (e: unknown) => {
+          for (const item of items) item.sink.fail(InferenceError.internal(`cannot pass inputs to python model '${this.modelName}': ${toInferenceError(e).message}`));
+        },
+      );
     }
+    return this.dispatch(proc, items, batch, q, blob);
+  }
+
+  private dispatch(proc: StubProcess, items: ExecutionItem[], batch: number, q: unknown[][], blob: BlobBuilder): Promise<void> {
     for (let index = 0; index < items.length; index++) this.open.add(batch + index, batch, items[index]);
     return new Promise<void>((resolve) => {
       if (proc.isAlive) {
