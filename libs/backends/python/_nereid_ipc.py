@@ -22,8 +22,9 @@ JSON objects. Positional forms:
   answered through its response sender instead), or `[batch id, error message]` when the whole
   batch failed;
 - RESPONSE (stub -> server, response sender): `[batch id, request index, final flag, entry or null]`.
-BLS_REQUEST and BLS_RESULT keep object headers whose tensors (`in`) and response (`r`) use the
-forms above.
+Batch ids are opaque to the stub (the server numbers requests, a batch's id being its first one's).
+CANCEL is `{"b": batch id, "i": request index}`. BLS_REQUEST and BLS_RESULT keep object headers
+whose tensors (`in`) and response (`r`) use the forms above.
 
 Large tensors travel through files in /dev/shm instead of the blob. Those files are pooled: each
 side writes into files it owns and reuses them once the other side says it is done with them, in a
