@@ -70,7 +70,9 @@ function readBody(req: IncomingMessage, limit: number, done: BodyCallback): void
   if (declared > SMALL_BODY && !compressed) {
     const jsonLength = Number(req.headers['inference-header-content-length'] ?? 0);
     const pad = Number.isInteger(jsonLength) && jsonLength > 0 ? (8 - (jsonLength % 8)) % 8 : 0;
-    const target = Buffer.from(new ArrayBuffer(declared + pad), pad, declared);
+    // Not zero-filled (allocUnsafeSlow): every byte is overwritten by the body, and a shorter body
+    // is cut to what arrived. Zeroing 16 MiB first cost a few milliseconds per request.
+    const target = Buffer.allocUnsafeSlow(declared + pad).subarray(pad);
     let at = 0;
     req.on('data', (c: Buffer) => {
       if (at + c.length > declared) return fail(InferenceError.invalidArg('request body is longer than its Content-Length'));

@@ -39,6 +39,16 @@ export function batchSizes(items: readonly ExecutionItem[], batching: boolean): 
 /** The session feeds of one group: inputs joined along dim 0 when batching, reshapes applied. */
 export function buildFeeds(model: BatchModel, items: readonly ExecutionItem[], copy: boolean): RunTensor[] {
   const batching = model.maxBatchSize > 0;
+  if (items.length === 1) {
+    // One request: its tensors as they are (the dims of a feed are the request's shape unless the
+    // config reshapes the input).
+    return items[0].request.inputs.map((t) => {
+      const type = ortTypeFor(t, model.name);
+      const reshape = model.inputs.get(t.name)?.reshape?.shape;
+      const dims = reshape ? (batching ? [t.shape[0], ...reshape] : [...reshape]) : t.shape;
+      return { name: t.name, type, dims, data: joinData([t], type, copy) };
+    });
+  }
   const total = batchSizes(items, batching).reduce((a, b) => a + b, 0);
   return items[0].request.inputs.map((first) => {
     const parts: Tensor[] = items.map((i) => i.request.inputs.find((t) => t.name === first.name) ?? first);
@@ -96,6 +106,7 @@ function batchSlice(model: BatchModel, out: RunTensor, offset: number, size: num
   if (out.dims[0] !== total) {
     throw new Error(`output '${out.name}' has batch dimension ${out.dims[0] ?? 'none'}, expected ${total}`);
   }
+  if (offset === 0 && size === total) return reshaped(model, out, out.dims, out.data);
   const perItem = elementCount(out.dims.slice(1));
   const data = sliceElements(out.data, offset * perItem, (offset + size) * perItem);
   return reshaped(model, out, [size, ...out.dims.slice(1)], data);
