@@ -1,10 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { ROOT } from './helpers/server';
 
 const MAIN = path.join(ROOT, 'dist/apps/nereid/src/main.js');
+const BIN = path.join(ROOT, 'bin/nereid');
 
 function run(args: string[]): { status: number | null; stderr: string } {
   const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 20000 });
@@ -40,9 +42,10 @@ describe('nereid CLI (built dist)', () => {
   it('serves the bundled models and becomes ready quickly with a small footprint', async () => {
     const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
     const started = Date.now();
+    // Started the way `npm start` and the package's bin start it: through bin/nereid.
     const child = spawn(
-      process.execPath,
-      [MAIN, 'serve', '--model-repository', path.join(ROOT, 'models'), '--http-port', String(http), '--grpc-port', String(grpc),
+      BIN,
+      ['serve', '--model-repository', path.join(ROOT, 'models'), '--http-port', String(http), '--grpc-port', String(grpc),
         '--metrics-port', String(metrics), '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
@@ -59,6 +62,10 @@ describe('nereid CLI (built dist)', () => {
         await new Promise((r) => setTimeout(r, 25));
       }
       expect(readyAfter).toBeGreaterThan(0);
+      // The wrapper execs node (same pid) with the allocator settings in its environment (glibc
+      // rewrites the variable in place as it parses it: only its start is still readable there).
+      const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+      expect(environ.some((e) => e.startsWith('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432'))).toBe(true);
       const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]);
       // Targets are 2 s and 200 MB (bench/startup measures them); the test allows headroom for a loaded CI box.
       expect(readyAfter).toBeLessThan(10000);
@@ -79,5 +86,24 @@ describe('nereid CLI (built dist)', () => {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
     }
+  });
+
+  describe('bin/nereid', () => {
+    // A stand-in `node` first on PATH that prints what the wrapper hands it.
+    const fakeBin = mkdtempSync(path.join(tmpdir(), 'nereid-fake-node-'));
+    writeFileSync(path.join(fakeBin, 'node'), '#!/bin/sh\necho "tunables=${GLIBC_TUNABLES:-none} args=$*"\n', { mode: 0o755 });
+    const runWrapper = (env: Record<string, string>) =>
+      spawnSync(BIN, ['serve', '--flag'], { encoding: 'utf8', env: { PATH: `${fakeBin}:${process.env.PATH}`, ...env } }).stdout.trim();
+
+    it('passes its arguments to the CLI and tunes the allocator by default', () => {
+      expect(runWrapper({})).toBe(
+        `tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728 args=${MAIN} serve --flag`,
+      );
+    });
+
+    it('leaves GLIBC_TUNABLES alone when it is set, and tunes nothing with NEREID_MALLOC_TUNING=0', () => {
+      expect(runWrapper({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).toBe(`tunables=glibc.malloc.arena_max=2 args=${MAIN} serve --flag`);
+      expect(runWrapper({ NEREID_MALLOC_TUNING: '0' })).toBe(`tunables=none args=${MAIN} serve --flag`);
+    });
   });
 });

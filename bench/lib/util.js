@@ -6,6 +6,8 @@ const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '../..');
 const MAIN = path.join(ROOT, 'dist/apps/nereid/src/main.js');
+/** How `npm start`, the package's bin and the image start Nereid (allocator tuned, then node). */
+const BIN = path.join(ROOT, 'bin/nereid');
 
 function freePort() {
   return new Promise((resolve) => {
@@ -33,7 +35,7 @@ async function startNereid(repo, extra = []) {
   const grpc = await freePort();
   const metrics = await freePort();
   const started = Date.now();
-  const child = spawn(process.execPath, [MAIN, 'serve', '--model-repository', repo, '--http-port', String(http),
+  const child = spawn(BIN, ['serve', '--model-repository', repo, '--http-port', String(http),
     '--grpc-port', String(grpc), '--metrics-port', String(metrics), '--http-address', '127.0.0.1',
     '--grpc-address', '127.0.0.1', '--log-info=false', ...extra], { stdio: ['ignore', 'inherit', 'inherit'] });
   await waitFor(`http://127.0.0.1:${http}/v2/health/ready`);
@@ -61,4 +63,4 @@ function fmt(n, digits = 0) {
   return Number(n).toFixed(digits);
 }
 
-module.exports = { ROOT, MAIN, freePort, waitFor, startNereid, startScript, stop, fmt };
+module.exports = { ROOT, MAIN, BIN, freePort, waitFor, startNereid, startScript, stop, fmt };
