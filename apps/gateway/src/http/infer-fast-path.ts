@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { InferenceCore } from '@nereid/core';
 import { InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
+import { BodyBufferPool } from './body-pool';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
 import { decodeInferRequest, encodeInferResponseText, type EncodedResponseText, type RawInputInfo } from './infer-codec';
@@ -39,7 +40,8 @@ function tooLarge(limit: number, size?: number): InferenceError {
 /** Bodies up to this size are taken as the socket delivered them (usually one chunk, no copy). */
 const SMALL_BODY = 64 * 1024;
 
-type BodyCallback = (error: unknown, body?: Buffer) => void;
+/** `pooled`: the pool buffer the body lies in, to release once nothing reads the body any more. */
+type BodyCallback = (error: unknown, body?: Buffer, pooled?: Buffer) => void;
 
 /**
  * Reads the whole body and calls `done` once. A large body with a declared length lands in one
@@ -48,7 +50,7 @@ type BodyCallback = (error: unknown, body?: Buffer) => void;
  * A small body is kept as the chunk the socket delivered (a copy of a few bytes costs less than
  * a buffer of its own per request; the codec copies a misaligned tensor).
  */
-function readBody(req: IncomingMessage, limit: number, done: BodyCallback): void {
+function readBody(req: IncomingMessage, limit: number, pool: BodyBufferPool, done: BodyCallback): void {
   const lengthHeader = req.headers['content-length'];
   const declared = lengthHeader === undefined ? -1 : Number(lengthHeader);
   if (declared > limit) {
@@ -70,17 +72,25 @@ function readBody(req: IncomingMessage, limit: number, done: BodyCallback): void
   if (declared > SMALL_BODY && !compressed) {
     const jsonLength = Number(req.headers['inference-header-content-length'] ?? 0);
     const pad = Number.isInteger(jsonLength) && jsonLength > 0 ? (8 - (jsonLength % 8)) % 8 : 0;
-    // Not zero-filled (allocUnsafeSlow): every byte is overwritten by the body, and a shorter body
-    // is cut to what arrived. Zeroing 16 MiB first cost a few milliseconds per request.
-    const target = Buffer.allocUnsafeSlow(declared + pad).subarray(pad);
+    // A reused buffer (see BodyBufferPool), not zero-filled: every byte is overwritten by the
+    // body, and a shorter body is cut to what arrived.
+    const whole = pool.acquire(declared + pad);
+    const target = whole.subarray(pad, pad + declared);
     let at = 0;
     req.on('data', (c: Buffer) => {
       if (at + c.length > declared) return fail(InferenceError.invalidArg('request body is longer than its Content-Length'));
       target.set(c, at);
       at += c.length;
     });
+    // Back to the pool at once unless the body was handed on (then the caller releases it).
+    let handedOn = false;
     req.once('end', () => {
-      if (!failed) done(undefined, at === declared ? target : target.subarray(0, at));
+      if (failed) return;
+      handedOn = true;
+      done(undefined, at === declared ? target : target.subarray(0, at), whole);
+    });
+    req.once('close', () => {
+      if (!handedOn) pool.release(whole);
     });
     return;
   }
@@ -107,6 +117,8 @@ function readBody(req: IncomingMessage, limit: number, done: BodyCallback): void
  * per request than the whole inference of a small model.
  */
 export class InferFastPath {
+  private readonly bodies = new BodyBufferPool();
+
   constructor(
     private readonly core: InferenceCore,
     private readonly maxInputSize: number,
@@ -121,10 +133,10 @@ export class InferFastPath {
   handle(req: IncomingMessage, res: ServerResponse, model: string, version: number): void {
     // Plain callbacks rather than an async function: every await is a microtask hop, and on a small
     // model those hops were a measurable share of the request (bench/http-infer).
-    readBody(req, this.maxInputSize, (error, raw) => {
+    readBody(req, this.maxInputSize, this.bodies, (error, raw, pooled) => {
       if (error !== undefined) return fail(res, error);
       const encoding = req.headers['content-encoding'];
-      if (encoding === undefined || encoding === 'identity') return this.infer(req, res, raw!, model, version);
+      if (encoding === undefined || encoding === 'identity') return this.infer(req, res, raw!, model, version, pooled);
       decodeBody(raw!, encoding, this.maxInputSize).then(
         (body) => this.infer(req, res, body, model, version),
         (e: unknown) => fail(res, e),
@@ -132,7 +144,15 @@ export class InferFastPath {
     });
   }
 
-  private infer(req: IncomingMessage, res: ServerResponse, body: Buffer, model: string, version: number): void {
+  private infer(req: IncomingMessage, res: ServerResponse, body: Buffer, model: string, version: number, pooled?: Buffer): void {
+    // A pooled body goes back once the model is done with the request and the answer is written
+    // (a model may answer with a view of its input, e.g. an identity model).
+    let pending = 2;
+    const settled = (): void => {
+      if (--pending === 0 && pooled) this.bodies.release(pooled);
+    };
+    if (pooled) res.once('close', settled);
+    else pending = Number.POSITIVE_INFINITY;
     try {
       if (this.core.isDecoupled(model, version)) {
         throw InferenceError.unsupported("HTTP end point doesn't support models with decoupled transaction policy");
@@ -153,14 +173,17 @@ export class InferFastPath {
           open.delete(abort);
           if (last) respond(req, res, encodeInferResponseText(last, form));
           else fail(res, InferenceError.internal(`model '${model}' sent no response`));
+          settled();
         },
         onError: (e) => {
           open.delete(abort);
           fail(res, e);
+          settled();
         },
       });
     } catch (e) {
       fail(res, e);
+      settled();
     }
   }
 }
