@@ -10,6 +10,19 @@ import { decodeInferRequest, encodeInferResponseText, type EncodedResponseText, 
 
 /** `/v2/models/<m>[/versions/<v>]/infer` → [model, version]; undefined for any other path. */
 export function matchInferPath(url: string): [string, number] | undefined {
+  const cached = parsedPaths.get(url);
+  if (cached !== undefined) return cached;
+  const parsed = parseInferPath(url);
+  // Clients send the same few paths over and over: remembering them saves the split, the URI
+  // decoding and a fresh model-name string (whose hash every Map lookup would compute again).
+  if (parsed && parsedPaths.size < PATH_CACHE_SIZE) parsedPaths.set(url, parsed);
+  return parsed;
+}
+
+const PATH_CACHE_SIZE = 1024;
+const parsedPaths = new Map<string, [string, number]>();
+
+function parseInferPath(url: string): [string, number] | undefined {
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   if (!path.startsWith('/v2/models/') || !path.endsWith('/infer')) return undefined;
@@ -230,7 +243,8 @@ function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResp
 }
 
 function writeJson(res: ServerResponse, text: string): void {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  // The flat array form: Node walks an object's headers with for-in and hasOwnProperty.
+  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(text))]);
   res.end(text);
 }
 
