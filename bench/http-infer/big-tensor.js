@@ -47,3 +47,21 @@ async function measure(port, path, body, headers, payload, concurrency, total) {
 }
 
 module.exports = { makeBody, measure };
+
+// As a script: `node big-tensor.js <port> <path> <elements> <concurrency> <total> [headers JSON]`
+// prints the result as JSON. run.js measures in such a child process: its own heap, after
+// minutes of autocannon, made every 4 MiB response cost it a full GC (both servers looked slower).
+if (require.main === module) {
+  const [port, urlPath, elems, concurrency, total, extra] = process.argv.slice(2);
+  const { body, headerLength, payload } = makeBody(Number(elems));
+  const headers = extra === 'binary'
+    ? { 'inference-header-content-length': String(headerLength), 'content-type': 'application/octet-stream' }
+    : {};
+  measure(Number(port), urlPath, body, headers, payload, Number(concurrency), Number(total)).then(
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}
