@@ -7,7 +7,7 @@ from math import prod
 import numpy as np
 
 from _nereid_errors import TritonModelException
-from _nereid_ipc import WIRE_TO_DTYPE, pages_unmodified, wire_type_of
+from _nereid_ipc import _NUMPY_TO_WIRE, WIRE_TO_DTYPE, pages_unmodified, wire_type_of
 
 _WIRE_TO_CODE = {
     "BOOL": 1, "UINT8": 2, "UINT16": 3, "UINT32": 4, "UINT64": 5, "INT8": 6, "INT16": 7,
@@ -62,7 +62,7 @@ class Tensor:
         if not isinstance(name, str) or name == "":
             raise TritonModelException("Tensor name cannot be an empty string.")
         array = numpy_array if isinstance(numpy_array, np.ndarray) else np.asarray(numpy_array)
-        wire = _wire_type or wire_type_of(array.dtype)
+        wire = _wire_type or _NUMPY_TO_WIRE.get(array.dtype) or wire_type_of(array.dtype)
         if wire is None:
             raise TritonModelException("NumPy dtype is not supported.")
         if not array.flags.c_contiguous:
