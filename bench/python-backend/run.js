@@ -10,13 +10,13 @@
 //   (Linux /proc): less sensitive than latency to other work running on the machine.
 // Usage: node bench/python-backend/run.js [sequential requests=2000]
 // Uses the built server (dist/); runs `npm run build` first when it is missing.
-// NEREID_MAIN=<path to main.js> runs another build of the server instead.
+// NEREID_MAIN=<path to main.js> runs another build of the server instead (node main.js, without bin/nereid).
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, MAIN, freePort, waitFor, startScript, stop, fmt } = require('../lib/util');
+const { ROOT, MAIN, BIN, freePort, waitFor, startScript, stop, fmt } = require('../lib/util');
 const { treeCpuNs } = require('./cpu');
 const { SUM_MODEL: PY_SUM_MODEL } = require('./models');
 
@@ -65,9 +65,13 @@ async function startServer(main, repo) {
   const port = await freePort();
   const grpc = await freePort();
   const metrics = await freePort();
-  const child = spawn(process.execPath, [main, 'serve', '--model-repository', repo, '--http-port', String(port),
+  const args = ['serve', '--model-repository', repo, '--http-port', String(port),
     '--grpc-port', String(grpc), '--metrics-port', String(metrics), '--http-address', '127.0.0.1',
-    '--grpc-address', '127.0.0.1', '--log-info=false'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    '--grpc-address', '127.0.0.1', '--log-info=false'];
+  // This checkout's build starts as users start it (bin/nereid); another build's main.js directly.
+  const child = main === MAIN
+    ? spawn(BIN, args, { stdio: ['ignore', 'inherit', 'inherit'] })
+    : spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
   await waitFor(`http://127.0.0.1:${port}/v2/health/ready`, 60000);
   return { port, pid: child.pid, stop: () => stop(child) };
 }
