@@ -91,6 +91,10 @@ class ModelRunner:
         except Exception as e:
             return self._fail_batch(batch, str(e))
         self._conn.send(ipc.MSG_EXECUTE_DONE, [batch, entries], builder)
+        if self.runtime.has_cancelled():
+            for request, entry in zip(requests, entries):
+                if entry is not None:
+                    self.runtime.forget_request(request._key)
 
     def _exec_error(self, exc):
         return "Failed to process the request(s) for model '%s', message: %s" % (

@@ -111,6 +111,8 @@ class Runtime:
         if response is not None:
             entry = encode_response(builder, response, request._outputs, request._alias_inputs)
         self.conn.send(ipc.MSG_RESPONSE, [request._key[0], request._key[1], final, entry], builder)
+        if final:
+            self.forget_request(request._key)
 
     # -- cancellation ----------------------------------------------------------------------
     def is_cancelled(self, key):
@@ -119,9 +121,21 @@ class Runtime:
         self.reader.poll()
         return tuple(key) in self._cancelled
 
+    def has_cancelled(self):
+        return bool(self._cancelled)
+
     def forget_batch(self, batch_id):
+        if not self._cancelled:
+            return
         with self._lock:
             self._cancelled = {k for k in self._cancelled if k[0] != batch_id}
+
+    def forget_request(self, key):
+        """Drops the cancel mark of a request that got its final response (none kept for ever)."""
+        if not self._cancelled or key is None:
+            return
+        with self._lock:
+            self._cancelled.discard(tuple(key))
 
     # -- BLS -------------------------------------------------------------------------------
     def check_bls_allowed(self):
