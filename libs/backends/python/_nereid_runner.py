@@ -15,8 +15,13 @@ from _nereid_runtime import decode_tensors, encode_response
 from _nereid_types import InferenceRequest, InferenceResponse
 
 
+_imported = {}  # model file -> TritonPythonModel: a stub reused after auto-complete imports it once
+
+
 def import_model_module(model_file, model_dir, version_dir):
     """Imports `<version>/<stem>.py` as the module `<version>.<stem>`, as Triton's stub does."""
+    if model_file in _imported:
+        return _imported[model_file]
     for path in (version_dir, model_dir):
         if path not in sys.path:
             sys.path.append(path)
@@ -36,6 +41,7 @@ def import_model_module(model_file, model_dir, version_dir):
     spec.loader.exec_module(module)
     if not hasattr(module, "TritonPythonModel"):
         raise AttributeError("the model file '%s' does not define a class named 'TritonPythonModel'" % model_file)
+    _imported[model_file] = module.TritonPythonModel
     return module.TritonPythonModel
 
 

@@ -11,10 +11,17 @@ export interface AutoCompleteJob {
 }
 
 /**
- * Runs the model class's `auto_complete_config` in a throw-away stub and returns the config it
- * produced (the input config unchanged when the class has no such method).
+ * Runs the model class's `auto_complete_config` in a stub and returns the config it produced (the
+ * input config unchanged when the class has no such method). After a success the live stub goes to
+ * `keep` (the model's first instance can take it over instead of starting python again); without
+ * `keep`, or after a failure, it is finalized.
  */
-export function runAutoComplete(launch: StubLaunch, log: LogFn, job: AutoCompleteJob): Promise<ModelConfig> {
+export function runAutoComplete(
+  launch: StubLaunch,
+  log: LogFn,
+  job: AutoCompleteJob,
+  keep?: (proc: StubProcess) => void,
+): Promise<ModelConfig> {
   const name = job.config.name ?? '';
   return new Promise<ModelConfig>((resolve, reject) => {
     let settled = false;
@@ -23,11 +30,13 @@ export function runAutoComplete(launch: StubLaunch, log: LogFn, job: AutoComplet
       if (frame.type === MSG.LOG) log(h.l as 'info', h.m as string);
       if (frame.type !== MSG.AUTOCOMPLETE_DONE) return;
       settled = true;
-      proc.send(MSG.FINALIZE, {});
       if (typeof h.err === 'string') {
+        proc.send(MSG.FINALIZE, {});
         reject(InferenceError.internal(`auto-complete of python model '${name}' failed: ${h.tb as string}`));
         return;
       }
+      if (keep) keep(proc);
+      else proc.send(MSG.FINALIZE, {});
       resolve(JSON.parse(h.config as string) as ModelConfig);
     });
     void proc.exited.then((exit) => {

@@ -109,3 +109,26 @@ describe('PythonBackend: example models', () => {
   });
 
 });
+
+describe('PythonBackend: the stub left by auto-complete', () => {
+  it('becomes the first instance, which imports the model file only once', async () => {
+    const b = new PythonBackend();
+    const cfg = config('stub_reuse', [io('IN', 'TYPE_INT64', [1])], [io('OUT', 'TYPE_INT64', [2])]);
+    const ctx = loadContext(FIXTURES, cfg);
+    const completed = await b.autoComplete({ config: cfg, modelDir: ctx.modelDir, versionDir: ctx.versionDir, defaultMaxBatchSize: 4 });
+    const autoCompletePid = completed.max_batch_size;
+    const first = await b.loadInstance({ ...ctx, config: { ...cfg, max_batch_size: 0 } });
+    const second = await b.loadInstance({ ...ctx, config: { ...cfg, max_batch_size: 0 } });
+    try {
+      const [a] = await run(first, [request('stub_reuse', [{ name: 'IN', datatype: 'INT64', shape: [1], data: new BigInt64Array([1n]) }])]);
+      const [c] = await run(second, [request('stub_reuse', [{ name: 'IN', datatype: 'INT64', shape: [1], data: new BigInt64Array([1n]) }])]);
+      expect(values(a.output('OUT'))).toEqual([autoCompletePid, 1]);
+      const [secondPid, secondImports] = values(c.output('OUT'));
+      expect(secondPid).not.toBe(autoCompletePid);
+      expect(secondImports).toBe(1);
+    } finally {
+      await first.unload();
+      await second.unload();
+    }
+  }, 30_000);
+});

@@ -6,7 +6,11 @@ import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '.
 import { runAutoComplete } from './auto-complete';
 import { resolvePythonRuntime } from './execution-env';
 import { PythonModelInstance } from './python-instance';
-import type { LogFn, StubLaunch } from './stub-process';
+import { MSG } from './frames';
+import type { LogFn, StubLaunch, StubProcess } from './stub-process';
+
+/** How long a stub left by auto-complete waits for the model's first instance. */
+const SPARE_STUB_MS = 30_000;
 
 /** Tensors of at least this many bytes cross to the stub through /dev/shm files (default 64 KiB). */
 const DEFAULT_SHM_THRESHOLD = 64 * 1024;
@@ -32,6 +36,8 @@ export class PythonBackend implements Backend {
   private readonly python: string;
   private readonly shmThreshold: number;
   private readonly log: LogFn;
+  /** Stubs left by auto-complete, by model file, until the first instance takes one (see park). */
+  private readonly spares = new Map<string, { proc: StubProcess; release: () => void }>();
 
   constructor(options: PythonBackendOptions = {}) {
     this.python = options.pythonExecutable ?? process.env.NEREID_PYTHON ?? 'python3';
@@ -45,17 +51,49 @@ export class PythonBackend implements Backend {
     const launch = await this.launch(ctx.config, ctx.modelDir);
     const name = ctx.config.name ?? '';
     const log: LogFn = (level, message) => this.log(level, `[${name}] ${message}`);
-    return runAutoComplete(launch, log, { modelFile, modelDir: ctx.modelDir, versionDir: ctx.versionDir, config: ctx.config });
+    return runAutoComplete(launch, log, { modelFile, modelDir: ctx.modelDir, versionDir: ctx.versionDir, config: ctx.config }, (proc) =>
+      this.park(modelFile, proc),
+    );
+  }
+
+  /**
+   * Keeps an auto-complete stub (python started, numpy and the model file imported) for the model's
+   * first instance: starting python costs ~0.5 s of CPU here, and every python model would pay it
+   * twice at load. Finalized if nobody takes it within SPARE_STUB_MS.
+   */
+  private park(modelFile: string, proc: StubProcess): void {
+    this.spares.get(modelFile)?.release();
+    const timer = setTimeout(() => release(), SPARE_STUB_MS);
+    timer.unref();
+    const release = (): void => {
+      clearTimeout(timer);
+      if (this.spares.get(modelFile)?.proc === proc) this.spares.delete(modelFile);
+      proc.send(MSG.FINALIZE, {});
+    };
+    this.spares.set(modelFile, { proc, release });
+  }
+
+  /** The parked stub of `modelFile`, when it is alive and runs with the same interpreter and environment. */
+  private takeSpare(modelFile: string, launch: StubLaunch): StubProcess | undefined {
+    const spare = this.spares.get(modelFile);
+    if (!spare) return undefined;
+    this.spares.delete(modelFile);
+    const same = spare.proc.isAlive && JSON.stringify(spare.proc.launch) === JSON.stringify(launch);
+    if (same) return spare.proc;
+    spare.release();
+    return undefined;
   }
 
   async loadInstance(ctx: LoadContext): Promise<ModelInstance> {
     checkForceCpuOnly(ctx.config);
     const launch = await this.launch(ctx.config, ctx.modelDir);
+    const modelFile = this.modelFile(ctx.config, ctx.versionDir);
     return PythonModelInstance.start({
       ctx,
       launch,
-      modelFile: this.modelFile(ctx.config, ctx.versionDir),
+      modelFile,
       decoupled: ctx.config.model_transaction_policy?.decoupled === true,
+      spare: this.takeSpare(modelFile, launch),
     });
   }
 

@@ -16,6 +16,8 @@ export interface InstanceOptions {
   /** Absolute path of the model file (`<version dir>/model.py`). */
   modelFile: string;
   decoupled: boolean;
+  /** An idle stub to take over for the first start (one left by auto-complete) instead of spawning. */
+  spare?: StubProcess;
 }
 
 interface Waiter {
@@ -156,7 +158,16 @@ export class PythonModelInstance implements ModelInstance {
 
   /** Spawns a stub and initializes the model in it; `this.ready` tracks the outcome. */
   private boot(): Promise<void> {
-    const proc = new StubProcess(this.opts.launch, this.opts.ctx.log, (frame) => this.onFrame(proc, frame));
+    const spare = this.opts.spare;
+    this.opts.spare = undefined;
+    const onFrame = (frame: Frame): void => this.onFrame(proc, frame);
+    let proc: StubProcess;
+    if (spare?.isAlive) {
+      proc = spare;
+      proc.adopt(onFrame, this.opts.ctx.log);
+    } else {
+      proc = new StubProcess(this.opts.launch, this.opts.ctx.log, onFrame);
+    }
     this.proc = proc;
     this.readyFailed = false;
     this.readyNow = false;

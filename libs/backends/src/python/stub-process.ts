@@ -47,11 +47,16 @@ export class StubProcess {
   private readonly stderrTail: string[] = [];
   private alive = true;
 
+  private onFrame: (frame: Frame) => void;
+  private logTo: LogFn;
+
   constructor(
-    launch: StubLaunch,
-    private readonly log: LogFn,
+    readonly launch: StubLaunch,
+    log: LogFn,
     onFrame: (frame: Frame) => void,
   ) {
+    this.onFrame = onFrame;
+    this.logTo = log;
     const dir = defaultShmDir();
     const prefix = `nereid-py-${process.pid}-${randomBytes(6).toString('hex')}-`;
     this.shm = { dir, prefix, threshold: launch.shmThreshold, pool: new ShmPool(dir, prefix), released: [] };
@@ -64,19 +69,19 @@ export class StubProcess {
     this.channel = channel;
     const reader = new FrameReader((frame) => {
       if (frame.type === MSG.RELEASE) this.shm.pool.release(frame.header as string[]);
-      else onFrame(frame);
+      else this.onFrame(frame);
     });
     channel.on('data', (chunk: Buffer) => reader.push(chunk));
     channel.on('error', () => undefined);
-    this.forwardLines(this.child.stdout, (line) => this.log('info', line));
+    this.forwardLines(this.child.stdout, (line) => this.logTo('info', line));
     this.forwardLines(this.child.stderr, (line) => {
       this.stderrTail.push(line);
       if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
-      this.log('warn', line);
+      this.logTo('warn', line);
     });
     this.exited = new Promise((resolve) => {
       this.child.once('error', (e) => {
-        this.log('error', `cannot start '${launch.python}': ${e.message}`);
+        this.logTo('error', `cannot start '${launch.python}': ${e.message}`);
         this.alive = false;
         resolve({ code: null, signal: null });
       });
@@ -86,6 +91,12 @@ export class StubProcess {
         void this.removeShmFiles().then(() => resolve({ code, signal }));
       });
     });
+  }
+
+  /** Hands the stub's next frames to another owner (a model instance taking over an idle stub). */
+  adopt(onFrame: (frame: Frame) => void, log?: LogFn): void {
+    this.onFrame = onFrame;
+    if (log) this.logTo = log;
   }
 
   get pid(): number | undefined {
