@@ -21,11 +21,11 @@ export interface RunningNereid {
 
 /** The backends Nereid ships, configured from `--backend-config`. */
 export function defaultBackends(options: ServeOptions): BackendRegistry {
-  const python = options.backendConfig.python ?? {};
-  return new BackendRegistry()
-    .register(new OnnxRuntimeBackend())
-    .register(new PythonBackend({ pythonExecutable: options.pythonExecutable, backendConfig: python }))
-    .register(new EnsembleBackend());
+  const python = new PythonBackend({ pythonExecutable: options.pythonExecutable, backendConfig: options.backendConfig.python ?? {} });
+  // Where python3 is a version manager's shim, finding the real interpreter takes a while: it is
+  // asked now, in parallel with the rest of the start-up.
+  python.warmUp();
+  return new BackendRegistry().register(new OnnxRuntimeBackend()).register(python).register(new EnsembleBackend());
 }
 
 /**

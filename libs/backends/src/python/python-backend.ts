@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { InferenceError } from '@nereid/protocol';
 import type { ModelConfig } from '@nereid/model-config';
@@ -38,12 +39,21 @@ export class PythonBackend implements Backend {
   private readonly log: LogFn;
   /** Stubs left by auto-complete, by model file, until the first instance takes one (see park). */
   private readonly spares = new Map<string, { proc: StubProcess; release: () => void }>();
+  private interpreter?: Promise<{ python: string; env?: NodeJS.ProcessEnv }>;
 
   constructor(options: PythonBackendOptions = {}) {
     this.python = options.pythonExecutable ?? process.env.NEREID_PYTHON ?? 'python3';
     const threshold = Number(options.backendConfig?.['nereid-shm-threshold-bytes'] ?? DEFAULT_SHM_THRESHOLD);
     this.shmThreshold = Number.isFinite(threshold) && threshold > 0 ? threshold : DEFAULT_SHM_THRESHOLD;
     this.log = options.log ?? (() => undefined);
+  }
+
+  /**
+   * Asks the default interpreter where it lives now, so that a server whose repository holds
+   * python models does not wait for it when they load (the serve command calls this at start).
+   */
+  warmUp(): void {
+    void this.defaultInterpreter();
   }
 
   async autoComplete(ctx: AutoCompleteContext): Promise<ModelConfig> {
@@ -107,7 +117,29 @@ export class PythonBackend implements Backend {
 
   private async launch(config: ModelConfig, modelDir: string): Promise<StubLaunch> {
     const runtime = await resolvePythonRuntime(config, modelDir, this.python);
+    if (runtime.python === this.python && !runtime.env) {
+      const real = await this.defaultInterpreter();
+      return { python: real.python, env: real.env, shmThreshold: this.shmThreshold };
+    }
     return { python: runtime.python, env: runtime.env, shmThreshold: this.shmThreshold };
+  }
+
+  /**
+   * The interpreter that the default `python3` stands for, asked once. Where `python3` is a shim
+   * (pyenv, asdf), each start through it ran a shell and the version manager first: ~0.3 s a stub
+   * on the machines Nereid is measured on. The interpreter's folder goes first on the stubs' PATH,
+   * as the shim would have put it.
+   */
+  private defaultInterpreter(): Promise<{ python: string; env?: NodeJS.ProcessEnv }> {
+    this.interpreter ??= new Promise((resolve) => {
+      execFile(this.python, ['-c', 'import sys; sys.stdout.write(sys.executable)'], { timeout: 30_000 }, (error, stdout) => {
+        const real = error ? '' : String(stdout).trim();
+        if (!real || !path.isAbsolute(real) || real === this.python) return resolve({ python: this.python });
+        const dir = path.dirname(real);
+        resolve({ python: real, env: { PATH: process.env.PATH ? `${dir}${path.delimiter}${process.env.PATH}` : dir } });
+      });
+    });
+    return this.interpreter;
   }
 }
 
