@@ -1,4 +1,7 @@
-import { readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import type { ModelInstance } from '../backend';
 import { PythonBackend } from './python-backend';
 import { bytes, config, f32, FIXTURES, loadContext, MODELS, request, run, text, values, type LogLine } from './testing';
@@ -129,6 +132,28 @@ describe('PythonBackend: the stub left by auto-complete', () => {
     } finally {
       await first.unload();
       await second.unload();
+    }
+  }, 30_000);
+});
+
+describe('PythonBackend: a shim as the default interpreter', () => {
+  it('runs the shim once to find the interpreter, then starts stubs with the interpreter itself', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'nereid-shim-'));
+    const calls = path.join(dir, 'calls');
+    const real = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
+    const shim = path.join(dir, 'python3');
+    writeFileSync(shim, `#!/bin/sh\necho called >> "${calls}"\nexec "${real}" "$@"\n`, { mode: 0o755 });
+    const b = new PythonBackend({ pythonExecutable: shim });
+    const cfg = config('mul', [io('mul_input0'), io('mul_input1')], [io('mul_output')]);
+    const a = await b.loadInstance(loadContext(MODELS, cfg));
+    const c = await b.loadInstance(loadContext(MODELS, cfg));
+    try {
+      const [s] = await run(c, [request('mul', [f32('mul_input0', [1, 2, 3, 4]), f32('mul_input1', [2, 2, 2, 2])])]);
+      expect(values(s.output('mul_output'))).toEqual([2, 4, 6, 8]);
+      expect(readFileSync(calls, 'utf8').trim().split('\n')).toEqual(['called']);
+    } finally {
+      await a.unload();
+      await c.unload();
     }
   }, 30_000);
 });
