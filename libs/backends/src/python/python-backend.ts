@@ -73,6 +73,7 @@ export class PythonBackend implements Backend {
    */
   private park(modelFile: string, proc: StubProcess): void {
     this.spares.get(modelFile)?.release();
+    proc.setRef(false);
     const timer = setTimeout(() => release(), SPARE_STUB_MS);
     timer.unref();
     const release = (): void => {

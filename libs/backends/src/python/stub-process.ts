@@ -97,6 +97,19 @@ export class StubProcess {
   adopt(onFrame: (frame: Frame) => void, log?: LogFn): void {
     this.onFrame = onFrame;
     if (log) this.logTo = log;
+    this.setRef(true);
+  }
+
+  /**
+   * Whether the stub keeps the server's event loop alive. An idle stub waiting to be taken over is
+   * not a reason for the process to stay (a test run or a failed start would otherwise linger).
+   */
+  setRef(ref: boolean): void {
+    const handles = [this.child, this.channel, this.child.stdout, this.child.stderr] as unknown as ({ ref?: () => void; unref?: () => void } | null)[];
+    for (const h of handles) {
+      if (ref) h?.ref?.();
+      else h?.unref?.();
+    }
   }
 
   get pid(): number | undefined {
