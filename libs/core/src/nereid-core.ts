@@ -174,42 +174,11 @@ export class NereidCore implements InferenceCore {
   }
 
   private sinkFor(rt: VersionRuntime, item: ExecutionItem, observer: ResponseObserver): ResponseSink {
-    let done = false;
-    const { request } = item;
-    return {
-      send: (response, final) => {
-        if (done) return;
-        let out = response;
-        if (out) {
-          try {
-            out = this.shapeResponse(rt, request, out);
-          } catch (e) {
-            done = true;
-            rt.stats.recordFailure((now() - item.enqueuedAt!) * 1e6, 'BACKEND');
-            observer.onError(toInferenceError(e));
-            return;
-          }
-        }
-        if (final) {
-          done = true;
-          const end = now();
-          const started = item.startedAt ?? end;
-          rt.stats.recordSuccess((end - item.enqueuedAt!) * 1e6, (started - item.enqueuedAt!) * 1e6);
-        }
-        observer.onResponse(out, final);
-      },
-      fail: (error) => {
-        if (done) return;
-        done = true;
-        const reason = error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
-        rt.stats.recordFailure((now() - item.enqueuedAt!) * 1e6, reason);
-        observer.onError(error);
-      },
-    };
+    return new CoreSink(this, rt, item, observer);
   }
 
   /** Requested outputs only, in request order; classification applied; id/name/version set. */
-  private shapeResponse(rt: VersionRuntime, request: InferenceRequest, response: InferenceResponse): InferenceResponse {
+  shapeResponse(rt: VersionRuntime, request: InferenceRequest, response: InferenceResponse): InferenceResponse {
     const base: InferenceResponse = {
       ...response,
       id: request.id,
@@ -351,5 +320,51 @@ export class NereidCore implements InferenceCore {
   traceSettings(model: string, update?: Record<string, unknown>): TraceSettings {
     if (model) this.resolve(model, -1);
     return this.traces.apply(model, update);
+  }
+}
+
+/**
+ * Where a request's responses go once the model answers: shaping, statistics, then the front
+ * door's observer. A class rather than two closures per request (one object, monomorphic calls).
+ */
+class CoreSink implements ResponseSink {
+  private done = false;
+
+  constructor(
+    private readonly core: NereidCore,
+    private readonly rt: VersionRuntime,
+    private readonly item: ExecutionItem,
+    private readonly observer: ResponseObserver,
+  ) {}
+
+  send(response: InferenceResponse | undefined, final: boolean): void {
+    if (this.done) return;
+    const { rt, item } = this;
+    let out = response;
+    if (out) {
+      try {
+        out = this.core.shapeResponse(rt, item.request, out);
+      } catch (e) {
+        this.done = true;
+        rt.stats.recordFailure((now() - item.enqueuedAt!) * 1e6, 'BACKEND');
+        this.observer.onError(toInferenceError(e));
+        return;
+      }
+    }
+    if (final) {
+      this.done = true;
+      const end = now();
+      const started = item.startedAt ?? end;
+      rt.stats.recordSuccess((end - item.enqueuedAt!) * 1e6, (started - item.enqueuedAt!) * 1e6);
+    }
+    this.observer.onResponse(out, final);
+  }
+
+  fail(error: InferenceError): void {
+    if (this.done) return;
+    this.done = true;
+    const reason = error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
+    this.rt.stats.recordFailure((now() - this.item.enqueuedAt!) * 1e6, reason);
+    this.observer.onError(error);
   }
 }
