@@ -174,28 +174,7 @@ export class NereidCore implements InferenceCore {
   }
 
   private sinkFor(rt: VersionRuntime, item: ExecutionItem, observer: ResponseObserver): ResponseSink {
-    return new CoreSink(this, rt, item, observer);
-  }
-
-  /** Requested outputs only, in request order; classification applied; id/name/version set. */
-  shapeResponse(rt: VersionRuntime, request: InferenceRequest, response: InferenceResponse): InferenceResponse {
-    const base: InferenceResponse = {
-      ...response,
-      id: request.id,
-      modelName: request.modelName,
-      modelVersion: String(rt.stats.version),
-    };
-    if (!request.outputs) return base;
-    const byName = new Map<string, Tensor>();
-    for (const t of response.outputs) byName.set(t.name, t);
-    const outputs: Tensor[] = [];
-    const batched = (rt.config.max_batch_size ?? 0) > 0;
-    for (const o of request.outputs) {
-      const t = byName.get(o.name);
-      if (!t) continue;
-      outputs.push(o.classification ? classify(t, o.classification, batched, rt.labels.get(o.name)) : t);
-    }
-    return { ...base, outputs };
+    return new CoreSink(rt, item, observer);
   }
 
   inferOne(request: InferenceRequest): Promise<InferenceResponse> {
@@ -323,6 +302,27 @@ export class NereidCore implements InferenceCore {
   }
 }
 
+/** Requested outputs only, in request order; classification applied; id/name/version set. */
+function shapeResponse(rt: VersionRuntime, request: InferenceRequest, response: InferenceResponse): InferenceResponse {
+  const base: InferenceResponse = {
+    ...response,
+    id: request.id,
+    modelName: request.modelName,
+    modelVersion: String(rt.stats.version),
+  };
+  if (!request.outputs) return base;
+  const byName = new Map<string, Tensor>();
+  for (const t of response.outputs) byName.set(t.name, t);
+  const outputs: Tensor[] = [];
+  const batched = (rt.config.max_batch_size ?? 0) > 0;
+  for (const o of request.outputs) {
+    const t = byName.get(o.name);
+    if (!t) continue;
+    outputs.push(o.classification ? classify(t, o.classification, batched, rt.labels.get(o.name)) : t);
+  }
+  return { ...base, outputs };
+}
+
 /**
  * Where a request's responses go once the model answers: shaping, statistics, then the front
  * door's observer. A class rather than two closures per request (one object, monomorphic calls).
@@ -331,7 +331,6 @@ class CoreSink implements ResponseSink {
   private done = false;
 
   constructor(
-    private readonly core: NereidCore,
     private readonly rt: VersionRuntime,
     private readonly item: ExecutionItem,
     private readonly observer: ResponseObserver,
@@ -343,7 +342,7 @@ class CoreSink implements ResponseSink {
     let out = response;
     if (out) {
       try {
-        out = this.core.shapeResponse(rt, item.request, out);
+        out = shapeResponse(rt, item.request, out);
       } catch (e) {
         this.done = true;
         rt.stats.recordFailure((now() - item.enqueuedAt!) * 1e6, 'BACKEND');

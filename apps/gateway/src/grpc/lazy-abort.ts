@@ -22,9 +22,11 @@ export class LazyAbort {
     this.controller?.abort();
   }
 
-  /** Makes `request.signal` this lazy signal. */
+  /**
+   * Makes `request.signal` this lazy signal. Requests from `newInferenceRequest` read it through
+   * their prototype; any other request object gets the signal built now.
+   */
   attach(request: InferenceRequest): void {
-    if (setAbortSource(request, this)) return;
-    Object.defineProperty(request, 'signal', { get: () => this.signal, enumerable: true, configurable: true });
+    if (!setAbortSource(request, this)) request.signal = this.signal;
   }
 }

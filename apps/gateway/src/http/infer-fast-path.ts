@@ -160,12 +160,8 @@ export class InferFastPath {
   private infer(req: IncomingMessage, res: ServerResponse, body: Buffer, model: string, version: number, pooled?: Buffer): void {
     // A pooled body goes back once the model is done with the request and the answer is written
     // (a model may answer with a view of its input, e.g. an identity model).
-    let pending = 2;
-    const settled = (): void => {
-      if (--pending === 0 && pooled) this.bodies.release(pooled);
-    };
+    const settled = pooled ? onSecondCall(() => this.bodies.release(pooled)) : noop;
     if (pooled) res.once('close', settled);
-    else pending = Number.POSITIVE_INFINITY;
     try {
       if (this.core.isDecoupled(model, version)) {
         throw InferenceError.unsupported("HTTP end point doesn't support models with decoupled transaction policy");
@@ -201,6 +197,16 @@ export class InferFastPath {
   }
 }
 
+function noop(): void {}
+
+/** A function that runs `fn` the second time it is called. */
+function onSecondCall(fn: () => void): () => void {
+  let calls = 0;
+  return () => {
+    if (++calls === 2) fn();
+  };
+}
+
 const OPEN_REQUESTS = Symbol('nereid.openRequests');
 
 type WatchedSocket = Socket & { [OPEN_REQUESTS]?: Set<LazyAbort> };
@@ -227,15 +233,12 @@ function openRequestsOf(socket: Socket): Set<LazyAbort> {
 
 function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResponseText): void {
   const encoding = pickEncoding(req.headers['accept-encoding']);
-  if (!encoding) {
-    // JSON only: the text goes to `end` as it is, and Node sends it in one write with the status
-    // line and headers (a Buffer would be a second part of a writev).
-    if (encoded.binary.length === 0) return writeJson(res, encoded.json);
-    const header = Buffer.from(encoded.json);
-    return writeParts(res, [header, ...encoded.binary], header.length);
-  }
+  // JSON only: the text goes to `end` as it is, and Node sends it in one write with the status
+  // line and headers (a Buffer would be a second part of a writev).
+  if (!encoding && encoded.binary.length === 0) return writeJson(res, encoded.json);
   const header = Buffer.from(encoded.json);
   const headerLength = encoded.binary.length > 0 ? header.length : undefined;
+  if (!encoding) return writeParts(res, [header, ...encoded.binary], headerLength);
   compress(Buffer.concat([header, ...encoded.binary]), encoding).then(
     (body) => writeParts(res, [body], headerLength, encoding),
     (e: unknown) => fail(res, e),
