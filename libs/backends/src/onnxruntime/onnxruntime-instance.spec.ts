@@ -112,9 +112,11 @@ describe('OnnxRuntimeInstance on the MLP (worker thread)', () => {
     const config = await backend.autoComplete({ config: { name: 'mlp', max_batch_size: 64 }, modelDir: dir, versionDir: path.join(dir, '1'), defaultMaxBatchSize: 4 });
     const instance = await backend.loadInstance(loadContext(dir, config));
     try {
-      // Four full batches joined into one run (256 rows, several ms of work). While it runs, count
-      // event-loop turns: a session blocking the loop would allow at most the one turn already queued.
-      const probes = [0, 1, 2, 3].map((k) => probe(request('mlp', [fp32('INPUT', [64, 512], range(64 * 512, (i) => Math.sin(i + k)))])));
+      // Sixteen full batches joined into one run (1024 rows, tens of ms of work: long enough that a
+      // main thread starved by other processes still gets to run while the worker computes). While
+      // it runs, count event-loop turns: a session blocking the loop would allow at most the one
+      // turn already queued.
+      const probes = range(16, (k) => k).map((k) => probe(request('mlp', [fp32('INPUT', [64, 512], range(64 * 512, (i) => Math.sin(i + k)))])));
       let settled = false;
       let turns = 0;
       const all = Promise.all(probes.map((p) => p.result)).then(() => {
