@@ -40,4 +40,21 @@ describe('BodyBufferPool', () => {
     pool.release(bufs[1]);
     expect(pool.freeCount).toBe(1);
   });
+
+  it('keeps no more than maxFreeBytes in all, dropping the largest first', () => {
+    const pool = new BodyBufferPool(8, 10_000, 1000);
+    const bufs = [pool.acquire(400), pool.acquire(300), pool.acquire(500)];
+    for (const b of bufs) pool.release(b);
+    expect(pool.freeCount).toBe(2);
+    expect(pool.acquire(500)).not.toBe(bufs[2]);
+    expect(pool.acquire(400)).toBe(bufs[0]);
+    expect(pool.acquire(300)).toBe(bufs[1]);
+  });
+
+  it('keeps enough buffers for several large requests in flight by default', () => {
+    const pool = new BodyBufferPool();
+    const bufs = Array.from({ length: 4 }, () => pool.acquire(4 << 20));
+    for (const b of bufs) pool.release(b);
+    expect(pool.freeCount).toBe(4);
+  });
 });

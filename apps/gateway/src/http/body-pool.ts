@@ -14,10 +14,16 @@ export class BodyBufferPool {
   private readonly free: Buffer[] = [];
 
   constructor(
-    /** Buffers kept while unused (each as large as the largest body it served). */
-    private readonly maxFree = 2,
+    /**
+     * Buffers kept while unused (each as large as the largest body it served). Enough for the
+     * requests a busy server has in flight: with 4 concurrent 4 MiB requests and 2 kept, half the
+     * requests got a fresh buffer and the server ran a mark-compact every 4 requests.
+     */
+    private readonly maxFree = 8,
     /** Larger buffers are not kept. */
     private readonly maxBytes = 64 * 1024 * 1024,
+    /** At most this many bytes are kept in all (like Triton's 256 MB pinned memory pool). */
+    private readonly maxFreeBytes = 256 * 1024 * 1024,
   ) {}
 
   /** A buffer of at least `size` bytes (its contents are whatever the last user left). */
@@ -41,6 +47,12 @@ export class BodyBufferPool {
       this.free.sort((a, b) => b.length - a.length);
       this.free.length = this.maxFree;
     }
+    let total = 0;
+    for (const b of this.free) total += b.length;
+    if (total <= this.maxFreeBytes) return;
+    // Over the byte budget: the largest go first.
+    this.free.sort((a, b) => b.length - a.length);
+    while (total > this.maxFreeBytes) total -= this.free.shift()!.length;
   }
 
   get freeCount(): number {
