@@ -97,13 +97,19 @@ describe('nereid CLI (built dist)', () => {
 
     it('passes its arguments to the CLI and tunes the allocator by default', () => {
       expect(runWrapper({})).toBe(
-        `tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728 args=${MAIN} serve --flag`,
+        `tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728 args=--initial-old-space-size=128 ${MAIN} serve --flag`,
       );
     });
 
+    it('raises the floor of the old generation to NEREID_INITIAL_OLD_SPACE_MB, and leaves it to V8 with 0', () => {
+      expect(runWrapper({ NEREID_INITIAL_OLD_SPACE_MB: '256' })).toMatch(/ args=--initial-old-space-size=256 \S+main\.js serve --flag$/);
+      expect(runWrapper({ NEREID_INITIAL_OLD_SPACE_MB: '0' })).toMatch(/ args=\S+main\.js serve --flag$/);
+    });
+
     it('leaves GLIBC_TUNABLES alone when it is set, and tunes nothing with NEREID_MALLOC_TUNING=0', () => {
-      expect(runWrapper({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).toBe(`tunables=glibc.malloc.arena_max=2 args=${MAIN} serve --flag`);
-      expect(runWrapper({ NEREID_MALLOC_TUNING: '0' })).toBe(`tunables=none args=${MAIN} serve --flag`);
+      const node = 'args=--initial-old-space-size=128';
+      expect(runWrapper({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).toBe(`tunables=glibc.malloc.arena_max=2 ${node} ${MAIN} serve --flag`);
+      expect(runWrapper({ NEREID_MALLOC_TUNING: '0' })).toBe(`tunables=none ${node} ${MAIN} serve --flag`);
     });
   });
 });

@@ -89,7 +89,7 @@ parameters { key: "intra_op_thread_count" value: { string_value: "${os.cpus().le
       console.log(`ratio nereid/baseline throughput: ${fmt(totals.nereid / totals.baseline, 2)}x (target >= 0.8x)`);
     }
 
-    console.log('\nidentity_fp32, 1M-element FP32 tensor (4 MiB), binary in and out, keep-alive node:http client (fresh process)');
+    console.log('\nidentity_fp32, 1M-element FP32 tensor (4 MiB), binary in and out, keep-alive raw-socket client (fresh process, see big-tensor.js)');
     const echo = await startScript(path.join(__dirname, 'echo-server.js'));
     try {
       for (const conc of [1, 4]) {
