@@ -73,4 +73,77 @@ describe('OnnxRuntimeBackend with session_thread event_loop (plain Node process)
       { id: 'r2', version: '1', outputs: [{ name: 'OUTPUT1', shape: [2, 16], data: Array(32).fill(18) }] },
     ]);
   });
+
+  /** Runs several sessions' runs in one event-loop turn through InlineSessionRunner in a child process. */
+  function runInline(env: Record<string, string>) {
+    const script = `
+      const ort = require('onnxruntime-node');
+      const { InlineSessionRunner } = require(${JSON.stringify(path.join(out, 'libs/backends/src/onnxruntime/inline-session-runner'))});
+      const model = ${JSON.stringify(path.join(REPO_ROOT, 'models/simple/1/model.onnx'))};
+      (async () => {
+        const options = { executionProviders: ['cpu'], intraOpNumThreads: 1, interOpNumThreads: 1 };
+        const [r1, r2] = await Promise.all([InlineSessionRunner.open(model, options), InlineSessionRunner.open(model, options)]);
+        const names = [r1.inputNames, r1.outputNames];
+        const feeds = (k) => [
+          { name: 'INPUT0', type: 'int32', dims: [1, 16], data: Int32Array.from({ length: 16 }, (_, i) => i * k) },
+          { name: 'INPUT1', type: 'int32', dims: [1, 16], data: new Int32Array(16).fill(k) },
+        ];
+        // Asked for in the same turn: a good run, a failing one (an input missing), then good ones
+        // on both sessions; the failure is the second run's alone.
+        const settled = await Promise.allSettled([
+          r1.run(feeds(1), ['OUTPUT1', 'OUTPUT0']),
+          r1.run(feeds(2).slice(0, 1), ['OUTPUT0']),
+          r2.run(feeds(3), ['OUTPUT0']),
+          r1.run(feeds(4), ['OUTPUT1']),
+        ]);
+        const pub = await (await ort.InferenceSession.create(model, options)).run({
+          INPUT0: new ort.Tensor('int32', feeds(1)[0].data, [1, 16]), INPUT1: new ort.Tensor('int32', feeds(1)[1].data, [1, 16]),
+        });
+        await Promise.all([r1.close(), r2.close()]);
+        const closed = await r1.run(feeds(1), ['OUTPUT0']).then(() => 'none', (e) => e.message);
+        console.log(JSON.stringify({
+          direct: r1.direct, names, closed,
+          results: settled.map((s) => s.status === 'fulfilled'
+            ? s.value.map((o) => ({ name: o.name, type: o.type, dims: o.dims, data: Array.from(o.data) }))
+            : { error: String(s.reason && s.reason.message) }),
+          expected: ['OUTPUT1', 'OUTPUT0'].map((n) => Array.from(pub[n].data)),
+        }));
+      })().catch((e) => { console.error(e); process.exit(1); });
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_PATH: path.join(REPO_ROOT, 'node_modules'), ...env },
+      timeout: 30000,
+    });
+    // (onnxruntime logs the failed run on stderr itself.)
+    expect(r.status).toBe(0);
+    return JSON.parse(r.stdout) as {
+      direct: boolean;
+      names: string[][];
+      closed: string;
+      results: Array<Array<{ name: string; type: string; dims: number[]; data: number[] }> | { error: string }>;
+      expected: number[][];
+    };
+  }
+
+  const seq = (f: (i: number) => number) => Array.from({ length: 16 }, (_, i) => f(i));
+
+  it.each([
+    ['the native session, runs of one turn back to back', {}, true],
+    ['the public API (NEREID_ORT_PUBLIC_API=1)', { NEREID_ORT_PUBLIC_API: '1' }, false],
+  ])('runs CPU sessions on the event loop through %s, each run answered or failed on its own', (_label, env, direct) => {
+    const got = runInline(env);
+    expect(got.direct).toBe(direct);
+    expect(got.names).toEqual([['INPUT0', 'INPUT1'], ['OUTPUT0', 'OUTPUT1']]);
+    const [first, failed, other, last] = got.results;
+    expect(first).toEqual([
+      { name: 'OUTPUT1', type: 'int32', dims: [1, 16], data: seq((i) => i - 1) },
+      { name: 'OUTPUT0', type: 'int32', dims: [1, 16], data: seq((i) => i + 1) },
+    ]);
+    expect((first as Array<{ data: number[] }>).map((o) => o.data)).toEqual(got.expected);
+    expect(failed).toEqual({ error: expect.stringMatching(/INPUT1/) });
+    expect(other).toEqual([{ name: 'OUTPUT0', type: 'int32', dims: [1, 16], data: seq((i) => 3 * i + 3) }]);
+    expect(last).toEqual([{ name: 'OUTPUT1', type: 'int32', dims: [1, 16], data: seq((i) => 4 * i - 4) }]);
+    expect(got.closed).toBe('the session is closed');
+  });
 });

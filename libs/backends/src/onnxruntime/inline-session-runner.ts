@@ -7,20 +7,39 @@ import type { SessionRunner } from './session-runner';
 /**
  * Runs the session on the calling thread (the event loop). Only for tiny models, where the run
  * is cheaper than a hop to a worker thread: `run()` blocks the thread for its whole duration.
+ *
+ * CPU sessions are opened through onnxruntime-node's native session class and their runs are
+ * coalesced: every run asked for during one turn of the event loop executes back to back in one
+ * `setImmediate` callback, and the requests' answers are built after the last of them (in the
+ * microtasks that follow). The public `run()` defers each run to its own `setImmediate` through
+ * two async functions and re-wraps every output; and running each session run where its request
+ * is decoded (tried: the native `run()` called at once) made the server slower, the code of
+ * HTTP, JSON, the scheduler and onnxruntime interleaving request by request (bench/RESULTS.md).
+ * Sessions with another execution provider than the CPU's, or an onnxruntime-node whose binding
+ * looks different, take the public API.
  */
 export class InlineSessionRunner implements SessionRunner {
-  private constructor(private session: ort.InferenceSession | undefined) {}
+  private constructor(
+    private session: ort.InferenceSession | NativeSession | undefined,
+    /** Whether runs go to the native session through the per-turn queue. */
+    readonly direct: boolean,
+    readonly inputNames: readonly string[],
+    readonly outputNames: readonly string[],
+  ) {
+    this.allOutputs = {};
+    for (const name of outputNames) this.allOutputs[name] = null;
+  }
+
+  /** Every output, as the native `run()` takes its fetches. */
+  private readonly allOutputs: Record<string, null>;
 
   static async open(modelPath: string, options: SessionOptions): Promise<InlineSessionRunner> {
-    return new InlineSessionRunner(await ort.InferenceSession.create(modelPath, options));
-  }
-
-  get inputNames(): readonly string[] {
-    return this.session?.inputNames ?? [];
-  }
-
-  get outputNames(): readonly string[] {
-    return this.session?.outputNames ?? [];
+    const native = openNative(modelPath, options);
+    if (native) {
+      return new InlineSessionRunner(native, true, native.inputMetadata.map((m) => m.name), native.outputMetadata.map((m) => m.name));
+    }
+    const session = await ort.InferenceSession.create(modelPath, options);
+    return new InlineSessionRunner(session, false, session.inputNames, session.outputNames);
   }
 
   run(feeds: RunTensor[], fetches: string[]): Promise<RunTensor[]> {
@@ -28,19 +47,109 @@ export class InlineSessionRunner implements SessionRunner {
     if (!session) return Promise.reject(new Error('the session is closed'));
     const ortFeeds: Record<string, ort.Tensor> = {};
     for (const t of feeds) ortFeeds[t.name] = new ort.Tensor(t.type, t.data, t.dims);
-    // Every output is fetched: onnxruntime-node 1.23 mislabels the results of a partial fetch list.
-    return session.run(ortFeeds).then((results) =>
-      fetches.map((name) => {
-        const t = results[name];
-        if (!t) throw new Error(`ONNX Runtime returned no output '${name}'`);
-        return { name, type: t.type as OrtType, dims: Array.from(t.dims), data: t.data as RunTensor['data'] };
-      }),
-    );
+    if (!this.direct) {
+      // Every output is fetched: onnxruntime-node 1.23 mislabels the results of a partial fetch list.
+      return (session as ort.InferenceSession).run(ortFeeds).then((results) => pick(results, fetches));
+    }
+    return new Promise((resolve, reject) => {
+      queueRun({ session: session as NativeSession, feeds: ortFeeds, allOutputs: this.allOutputs, fetches, resolve, reject });
+    });
   }
 
   async close(): Promise<void> {
     const session = this.session;
     this.session = undefined;
-    await session?.release();
+    if (!session) return;
+    if (!this.direct) return (session as ort.InferenceSession).release();
+    // Runs already queued for this session go first.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    (session as NativeSession).dispose();
   }
+}
+
+function pick(results: Record<string, ort.Tensor>, fetches: string[]): RunTensor[] {
+  return fetches.map((name) => {
+    const t = results[name];
+    if (!t) throw new Error(`ONNX Runtime returned no output '${name}'`);
+    return { name, type: t.type as OrtType, dims: Array.from(t.dims), data: t.data as RunTensor['data'] };
+  });
+}
+
+interface QueuedRun {
+  session: NativeSession;
+  feeds: Record<string, ort.Tensor>;
+  allOutputs: Record<string, null>;
+  fetches: string[];
+  resolve: (outputs: RunTensor[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Runs asked for during this turn of the event loop, for every event-loop session. */
+let queued: QueuedRun[] = [];
+const RUN_OPTIONS = {};
+
+function queueRun(run: QueuedRun): void {
+  queued.push(run);
+  if (queued.length === 1) setImmediate(runQueued);
+}
+
+function runQueued(): void {
+  const runs = queued;
+  queued = [];
+  for (const r of runs) {
+    let outputs: RunTensor[];
+    try {
+      outputs = pick(r.session.run(r.feeds, r.allOutputs, RUN_OPTIONS), r.fetches);
+    } catch (e) {
+      r.reject(e);
+      continue;
+    }
+    r.resolve(outputs);
+  }
+}
+
+/** The class behind onnxruntime-node's sessions (dist/binding.js), as far as it is used here. */
+interface NativeSession {
+  loadModel(modelPath: string, options: SessionOptions): void;
+  run(feeds: Record<string, ort.Tensor>, fetches: Record<string, null>, options: object): Record<string, ort.Tensor>;
+  readonly inputMetadata: ReadonlyArray<{ name: string }>;
+  readonly outputMetadata: ReadonlyArray<{ name: string }>;
+  dispose(): void;
+}
+
+interface NativeBinding {
+  binding: { InferenceSession: new () => NativeSession };
+  initOrt(): void;
+}
+
+let nativeBinding: NativeBinding | null | undefined;
+
+function loadBinding(): NativeBinding | undefined {
+  if (nativeBinding === undefined) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const b = require('onnxruntime-node/dist/binding') as Partial<NativeBinding>;
+      const proto = (b.binding?.InferenceSession as { prototype?: Partial<NativeSession> } | undefined)?.prototype;
+      nativeBinding =
+        typeof b.initOrt === 'function' && typeof proto?.loadModel === 'function' && typeof proto.run === 'function'
+          ? (b as NativeBinding)
+          : null;
+    } catch {
+      nativeBinding = null;
+    }
+  }
+  return nativeBinding ?? undefined;
+}
+
+/** A CPU session opened through onnxruntime-node's native class (undefined: use the public API). */
+function openNative(modelPath: string, options: SessionOptions): NativeSession | undefined {
+  if (process.env.NEREID_ORT_PUBLIC_API === '1') return undefined;
+  const eps = options.executionProviders ?? ['cpu'];
+  if (!eps.every((ep) => (typeof ep === 'string' ? ep : ep.name) === 'cpu')) return undefined;
+  const b = loadBinding();
+  if (!b) return undefined;
+  b.initOrt();
+  const session = new b.binding.InferenceSession();
+  session.loadModel(modelPath, options);
+  return session;
 }

@@ -27,11 +27,17 @@ export class OnnxRuntimeInstance implements ModelInstance {
     this.concurrency = copyInputs ? 2 : 8;
   }
 
-  async execute(items: ExecutionItem[]): Promise<void> {
+  /**
+   * Not an async function: an async function that returns the run's promise settles two microtask
+   * turns after it (the promise is adopted through a thenable job), on every batch.
+   */
+  execute(items: ExecutionItem[]): Promise<void> {
     const accepted = items.filter((item) => this.checkRequestedOutputs(item));
     const groups = groupCompatible(accepted, this.model.maxBatchSize > 0);
     if (groups.length === 1) return this.runGroup(groups[0]);
-    for (const group of groups) await this.runGroup(group);
+    let chain = Promise.resolve();
+    for (const group of groups) chain = chain.then(() => this.runGroup(group));
+    return chain;
   }
 
   async unload(): Promise<void> {
