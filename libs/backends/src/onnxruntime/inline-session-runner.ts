@@ -19,27 +19,20 @@ import type { SessionRunner } from './session-runner';
  * looks different, take the public API.
  */
 export class InlineSessionRunner implements SessionRunner {
-  private constructor(
-    private session: ort.InferenceSession | NativeSession | undefined,
-    /** Whether runs go to the native session through the per-turn queue. */
-    readonly direct: boolean,
-    readonly inputNames: readonly string[],
-    readonly outputNames: readonly string[],
-  ) {
-    this.allOutputs = {};
-    for (const name of outputNames) this.allOutputs[name] = null;
+  private constructor(private session: EventLoopSession | undefined) {
+    this.direct = session?.direct ?? false;
+    this.inputNames = session?.inputNames ?? [];
+    this.outputNames = session?.outputNames ?? [];
   }
 
-  /** Every output, as the native `run()` takes its fetches. */
-  private readonly allOutputs: Record<string, null>;
+  /** Whether runs go to the native session through the per-turn queue. */
+  readonly direct: boolean;
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
 
   static async open(modelPath: string, options: SessionOptions): Promise<InlineSessionRunner> {
     const native = openNative(modelPath, options);
-    if (native) {
-      return new InlineSessionRunner(native, true, native.inputMetadata.map((m) => m.name), native.outputMetadata.map((m) => m.name));
-    }
-    const session = await ort.InferenceSession.create(modelPath, options);
-    return new InlineSessionRunner(session, false, session.inputNames, session.outputNames);
+    return new InlineSessionRunner(native ? nativeSession(native) : publicSession(await ort.InferenceSession.create(modelPath, options)));
   }
 
   run(feeds: RunTensor[], fetches: string[]): Promise<RunTensor[]> {
@@ -47,24 +40,52 @@ export class InlineSessionRunner implements SessionRunner {
     if (!session) return Promise.reject(new Error('the session is closed'));
     const ortFeeds: Record<string, ort.Tensor> = {};
     for (const t of feeds) ortFeeds[t.name] = new ort.Tensor(t.type, t.data, t.dims);
-    if (!this.direct) {
-      // Every output is fetched: onnxruntime-node 1.23 mislabels the results of a partial fetch list.
-      return (session as ort.InferenceSession).run(ortFeeds).then((results) => pick(results, fetches));
-    }
-    return new Promise((resolve, reject) => {
-      queueRun({ session: session as NativeSession, feeds: ortFeeds, allOutputs: this.allOutputs, fetches, resolve, reject });
-    });
+    return session.run(ortFeeds, fetches);
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     const session = this.session;
     this.session = undefined;
-    if (!session) return;
-    if (!this.direct) return (session as ort.InferenceSession).release();
-    // Runs already queued for this session go first.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    (session as NativeSession).dispose();
+    return session ? session.close() : Promise.resolve();
   }
+}
+
+/** One session on the event loop, through either of onnxruntime-node's APIs. */
+interface EventLoopSession {
+  readonly direct: boolean;
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  run(feeds: Record<string, ort.Tensor>, fetches: string[]): Promise<RunTensor[]>;
+  close(): Promise<void>;
+}
+
+function publicSession(session: ort.InferenceSession): EventLoopSession {
+  return {
+    direct: false,
+    inputNames: session.inputNames,
+    outputNames: session.outputNames,
+    // Every output is fetched: onnxruntime-node 1.23 mislabels the results of a partial fetch list.
+    run: (feeds, fetches) => session.run(feeds).then((results) => pick(results, fetches)),
+    close: () => session.release(),
+  };
+}
+
+function nativeSession(session: NativeSession): EventLoopSession {
+  const outputNames = session.outputMetadata.map((m) => m.name);
+  /** Every output, as the native `run()` takes its fetches. */
+  const allOutputs: Record<string, null> = {};
+  for (const name of outputNames) allOutputs[name] = null;
+  return {
+    direct: true,
+    inputNames: session.inputMetadata.map((m) => m.name),
+    outputNames,
+    run: (feeds, fetches) => new Promise((resolve, reject) => queueRun({ session, feeds, allOutputs, fetches, resolve, reject })),
+    close: async () => {
+      // Runs already queued for this session go first.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      session.dispose();
+    },
+  };
 }
 
 function pick(results: Record<string, ort.Tensor>, fetches: string[]): RunTensor[] {
