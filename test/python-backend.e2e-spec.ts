@@ -112,3 +112,31 @@ describe('python backend end to end', () => {
     expect(values).toEqual([7, 8, 9]);
   });
 });
+
+describe('python backend end to end: the stub left by auto-complete', () => {
+  const spareMs = 1500;
+  let server: Server;
+  let startedAt = 0;
+  beforeAll(async () => {
+    const repo = makeRepository({ counter: path.join(FIX, 'counter') });
+    startedAt = Date.now();
+    server = await startTestServer({ modelRepositories: [repo], backendConfig: { python: { 'nereid-spare-stub-timeout-ms': String(spareMs) } } });
+  }, 120_000);
+  afterAll(() => server?.close());
+
+  it('serves on, without a restart or a failed request, across the time a spare nobody took is finalized', async () => {
+    const cfg = await getJson(`${server.http}/v2/models/counter/config`);
+    const autoCompletePid = Number((cfg.body as Msg).parameters.auto_complete_pid.string_value);
+    const seen: number[][] = [];
+    const failures: unknown[] = [];
+    // the spare was parked before the server was up; keep going well past its mark
+    while (Date.now() - startedAt < 3 * spareMs || seen.length < 10) {
+      const r = await postJson(`${server.http}/v2/models/counter/infer`, { inputs: [{ name: 'IN', datatype: 'INT64', shape: [1], data: [1] }] });
+      if (r.status !== 200) failures.push(r.body);
+      else seen.push(outputOf(r.body, 'OUT') as number[]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(failures).toEqual([]);
+    expect(seen).toEqual(seen.map((_, i) => [i + 1, autoCompletePid]));
+  }, 60_000);
+});

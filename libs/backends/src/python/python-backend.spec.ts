@@ -134,6 +134,33 @@ describe('PythonBackend: the stub left by auto-complete', () => {
       await second.unload();
     }
   }, 30_000);
+
+  it('keeps serving, state and process intact, past the time a spare nobody took would be finalized', async () => {
+    const spareMs = 300;
+    const b = new PythonBackend({ backendConfig: { 'nereid-spare-stub-timeout-ms': String(spareMs) } });
+    const cfg = config('counter', [io('IN', 'TYPE_INT64', [1])], [io('OUT', 'TYPE_INT64', [2])]);
+    const logs: LogLine[] = [];
+    const ctx = loadContext(FIXTURES, cfg, logs);
+    const parkedAt = Date.now();
+    const completed = await b.autoComplete({ config: cfg, modelDir: ctx.modelDir, versionDir: ctx.versionDir, defaultMaxBatchSize: 4 });
+    const autoCompletePid = Number(completed.parameters?.auto_complete_pid?.string_value);
+    const inst = await b.loadInstance({ ...ctx, config: completed });
+    const seen: [count: number, pid: number][] = [];
+    try {
+      // until well past the mark: the old release timer finalized the stub at spareMs
+      while (Date.now() - parkedAt < 4 * spareMs || seen.length < 5) {
+        const [s] = await run(inst, [request('counter', [{ name: 'IN', datatype: 'INT64', shape: [1], data: new BigInt64Array([1n]) }])]);
+        expect(s.error).toBeUndefined();
+        const [count, pid] = values(s.output('OUT'));
+        seen.push([count, pid]);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await inst.unload();
+    }
+    expect(seen).toEqual(seen.map((_, i) => [i + 1, autoCompletePid]));
+    expect(logs.filter((l) => /exited|killed|restarting/.test(l.message))).toEqual([]);
+  }, 30_000);
 });
 
 describe('PythonBackend: a shim as the default interpreter', () => {

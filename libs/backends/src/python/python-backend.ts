@@ -7,11 +7,11 @@ import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '.
 import { runAutoComplete } from './auto-complete';
 import { resolvePythonRuntime } from './execution-env';
 import { PythonModelInstance } from './python-instance';
-import { MSG } from './frames';
-import type { LogFn, StubLaunch, StubProcess } from './stub-process';
+import { SpareStubs } from './spare-stubs';
+import type { LogFn, StubLaunch } from './stub-process';
 
-/** How long a stub left by auto-complete waits for the model's first instance. */
-const SPARE_STUB_MS = 30_000;
+/** How long a stub left by auto-complete waits for the model's first instance (default 30 s). */
+const DEFAULT_SPARE_STUB_MS = 30_000;
 
 /** Tensors of at least this many bytes cross to the stub through /dev/shm files (default 64 KiB). */
 const DEFAULT_SHM_THRESHOLD = 64 * 1024;
@@ -22,7 +22,9 @@ export interface PythonBackendOptions {
   /**
    * `--backend-config=python,<k>=<v>` settings. Triton's shm-* / stub-timeout-seconds /
    * thread-pool-size keys are accepted and ignored; `nereid-shm-threshold-bytes` sets the size
-   * from which tensors travel through shared-memory files.
+   * from which tensors travel through shared-memory files; `nereid-spare-stub-timeout-ms` sets how
+   * long the stub left by a model's auto-complete waits for the model's first instance to take it
+   * over before it is finalized (default 30000; tests make it short).
    */
   backendConfig?: Record<string, string>;
   /** Backend-level log (auto-complete); instances log through their LoadContext. */
@@ -37,14 +39,20 @@ export class PythonBackend implements Backend {
   private readonly python: string;
   private readonly shmThreshold: number;
   private readonly log: LogFn;
-  /** Stubs left by auto-complete, by model file, until the first instance takes one (see park). */
-  private readonly spares = new Map<string, { proc: StubProcess; release: () => void }>();
+  /**
+   * Stubs left by auto-complete (python started, numpy and the model file imported), for the
+   * model's first instance: starting python costs ~0.5 s of CPU here, and every python model would
+   * pay it twice at load.
+   */
+  private readonly spares: SpareStubs;
   private interpreter?: Promise<{ python: string; env?: NodeJS.ProcessEnv }>;
 
   constructor(options: PythonBackendOptions = {}) {
     this.python = options.pythonExecutable ?? process.env.NEREID_PYTHON ?? 'python3';
     const threshold = Number(options.backendConfig?.['nereid-shm-threshold-bytes'] ?? DEFAULT_SHM_THRESHOLD);
     this.shmThreshold = Number.isFinite(threshold) && threshold > 0 ? threshold : DEFAULT_SHM_THRESHOLD;
+    const spareMs = Number(options.backendConfig?.['nereid-spare-stub-timeout-ms'] ?? DEFAULT_SPARE_STUB_MS);
+    this.spares = new SpareStubs(Number.isFinite(spareMs) && spareMs >= 0 ? spareMs : DEFAULT_SPARE_STUB_MS);
     this.log = options.log ?? (() => undefined);
   }
 
@@ -62,37 +70,8 @@ export class PythonBackend implements Backend {
     const name = ctx.config.name ?? '';
     const log: LogFn = (level, message) => this.log(level, `[${name}] ${message}`);
     return runAutoComplete(launch, log, { modelFile, modelDir: ctx.modelDir, versionDir: ctx.versionDir, config: ctx.config }, (proc) =>
-      this.park(modelFile, proc),
+      this.spares.park(modelFile, proc),
     );
-  }
-
-  /**
-   * Keeps an auto-complete stub (python started, numpy and the model file imported) for the model's
-   * first instance: starting python costs ~0.5 s of CPU here, and every python model would pay it
-   * twice at load. Finalized if nobody takes it within SPARE_STUB_MS.
-   */
-  private park(modelFile: string, proc: StubProcess): void {
-    this.spares.get(modelFile)?.release();
-    proc.setRef(false);
-    const timer = setTimeout(() => release(), SPARE_STUB_MS);
-    timer.unref();
-    const release = (): void => {
-      clearTimeout(timer);
-      if (this.spares.get(modelFile)?.proc === proc) this.spares.delete(modelFile);
-      proc.send(MSG.FINALIZE, {});
-    };
-    this.spares.set(modelFile, { proc, release });
-  }
-
-  /** The parked stub of `modelFile`, when it is alive and runs with the same interpreter and environment. */
-  private takeSpare(modelFile: string, launch: StubLaunch): StubProcess | undefined {
-    const spare = this.spares.get(modelFile);
-    if (!spare) return undefined;
-    this.spares.delete(modelFile);
-    const same = spare.proc.isAlive && JSON.stringify(spare.proc.launch) === JSON.stringify(launch);
-    if (same) return spare.proc;
-    spare.release();
-    return undefined;
   }
 
   async loadInstance(ctx: LoadContext): Promise<ModelInstance> {
@@ -104,7 +83,7 @@ export class PythonBackend implements Backend {
       launch,
       modelFile,
       decoupled: ctx.config.model_transaction_policy?.decoupled === true,
-      spare: this.takeSpare(modelFile, launch),
+      spare: this.spares.take(modelFile, launch),
     });
   }
 
