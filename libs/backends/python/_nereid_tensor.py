@@ -6,6 +6,7 @@ from math import prod
 
 import numpy as np
 
+import _nereid_dlpack as dlpack
 from _nereid_errors import TritonModelException
 from _nereid_ipc import _NUMPY_TO_WIRE, WIRE_TO_DTYPE, pages_unmodified, wire_type_of
 
@@ -13,7 +14,6 @@ _WIRE_TO_CODE = {
     "BOOL": 1, "UINT8": 2, "UINT16": 3, "UINT32": 4, "UINT64": 5, "INT8": 6, "INT16": 7,
     "INT32": 8, "INT64": 9, "FP16": 10, "FP32": 11, "FP64": 12, "BYTES": 13, "BF16": 14,
 }
-_DLPACK_CPU = 1
 
 
 def serialize_bytes_elements(array):
@@ -38,19 +38,6 @@ def deserialize_bytes_elements(buffer, count):
         out[i] = bytes(view[offset:offset + length])
         offset += length
     return out
-
-
-class _Capsule:
-    """Lets numpy consume a bare DLPack capsule (numpy only accepts objects with __dlpack__)."""
-
-    def __init__(self, capsule):
-        self._capsule = capsule
-
-    def __dlpack__(self, stream=None, **_kwargs):
-        return self._capsule
-
-    def __dlpack_device__(self):
-        return (_DLPACK_CPU, 0)
 
 
 class Tensor:
@@ -128,30 +115,29 @@ class Tensor:
         return self.__dlpack__()
 
     def __dlpack__(self, stream=None, **_kwargs):
+        """A "dltensor" capsule over this tensor's memory (zero-copy; BF16 as DLPack bfloat16)."""
         if self._wire == "BYTES":
             raise TritonModelException("DLPack does not have support for string tensors.")
-        if self._wire == "BF16":
-            raise TritonModelException("DLPack export of BF16 tensors is not supported by Nereid (numpy has no bfloat16).")
-        return self._array.__dlpack__()
+        return dlpack.export(self._array, self._wire)
 
     def __dlpack_device__(self):
-        return (_DLPACK_CPU, 0)
+        return (dlpack.KDL_CPU, 0)
 
     @staticmethod
     def from_dlpack(name, dlpack_or_tensor):
+        """A tensor over the memory of a DLPack capsule or of an object with `__dlpack__` (zero-copy)."""
+        if not isinstance(name, str) or name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
         source = dlpack_or_tensor
-        if not hasattr(source, "__dlpack__"):
-            source = _Capsule(source)
-        elif hasattr(source, "__dlpack_device__") and source.__dlpack_device__()[0] != _DLPACK_CPU:
-            raise TritonModelException("Nereid's python backend only accepts CPU DLPack tensors.")
-        try:
-            array = np.from_dlpack(source)
-        except (TypeError, BufferError, RuntimeError) as e:
-            raise TritonModelException("Unable to import DLPack tensor: " + str(e))
-        if not array.flags.c_contiguous:
-            raise TritonModelException(
-                "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported.")
-        return Tensor(name, array)
+        if not isinstance(source, dlpack.CapsuleType):
+            if not hasattr(source, "__dlpack__") or not hasattr(source, "__dlpack_device__"):
+                raise TritonModelException(
+                    "Provided tensor is not supported. Tensor must be a DLPack capsule "
+                    "or have `__dlpack__` and `__dlpack_device__` attributes")
+            dlpack.check_device(int(source.__dlpack_device__()[0]))
+            source = source.__dlpack__(stream=None)
+        array, wire = dlpack.import_capsule(source)
+        return _wrap(name, array, wire)
 
     def __repr__(self):
         return "Tensor(name=%r, datatype=%s, shape=%r)" % (self._name, self._wire, self.shape())
