@@ -350,13 +350,24 @@ class CoreSink implements ResponseSink {
         return;
       }
     }
-    if (final) {
+    const end = now();
+    if (final) this.done = true;
+    // The front door encodes the response here (JSON, protobuf): when that throws (an FP16 output
+    // asked for as JSON, BYTES that are not UTF-8) the client must still get an answer, and the
+    // request counts as failed. Thrown on, the error would land in the backend, which has no
+    // client to tell, and the request would hang.
+    try {
+      this.observer.onResponse(out, final);
+    } catch (e) {
       this.done = true;
-      const end = now();
+      rt.stats.recordFailure((end - item.enqueuedAt!) * 1e6, 'OTHER');
+      this.observer.onError(toInferenceError(e));
+      return;
+    }
+    if (final) {
       const started = item.startedAt ?? end;
       rt.stats.recordSuccess((end - item.enqueuedAt!) * 1e6, (started - item.enqueuedAt!) * 1e6);
     }
-    this.observer.onResponse(out, final);
   }
 
   fail(error: InferenceError): void {

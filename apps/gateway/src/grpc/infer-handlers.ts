@@ -34,7 +34,17 @@ export function modelInfer(core: InferenceCore): handleUnaryCall<WireModelInferR
       return;
     }
     promise.then(
-      (response) => callback(null, encodeInferResponse(response)),
+      (response) => {
+        // An encoding failure answers the call too (left to the promise, it would hang the call).
+        let message: WireModelInferResponse;
+        try {
+          message = encodeInferResponse(response);
+        } catch (e) {
+          callback(toServiceError(e));
+          return;
+        }
+        callback(null, message);
+      },
       (e: unknown) => callback(toServiceError(e)),
     );
   };
