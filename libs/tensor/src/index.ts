@@ -3,6 +3,7 @@ export * from './tensor';
 export * from './typed';
 export * from './float16';
 export * from './json-codec';
+export * from './json-text';
 export * from './binary-codec';
 export * from './grpc-contents';
 export * from './classification';

@@ -1,10 +1,15 @@
 import { InferenceError } from '@nereid/protocol';
 import type { DataType } from './datatype';
-import { decodeJsonData, encodeJsonData, halfBitsToNumbers } from './json-codec';
+import { decodeJsonData, encodeJsonDataText, halfBitsToNumbers } from './json-codec';
+import { JsonNumber, parseJsonText } from './json-text';
 import type { Tensor, TensorData } from './tensor';
 
 const decode = (dt: DataType, shape: number[], data: unknown) => decodeJsonData(dt, shape, data, 'IN', 'm');
 const tensor = (datatype: DataType, shape: number[], data: TensorData): Tensor => ({ name: 'OUT', datatype, shape, data });
+/** encodeJsonDataText read back (NaN/Infinity literals included). */
+const encodeJsonData = (t: Tensor): unknown => parseJsonText(encodeJsonDataText(t), { keepLiterals: false });
+/** The `data` array of a JSON text with every number kept as written (see json-text.ts). */
+const literally = (text: string): unknown => (parseJsonText(`{"data":${text}}`, { keepLiterals: true }) as { data: unknown }).data;
 
 function errorOf(fn: () => unknown): InferenceError {
   try {
@@ -137,8 +142,49 @@ describe('decodeJsonData', () => {
   it.each(bad)('rejects a bad %s element %p', (dt, value, text) => {
     const e = errorOf(() => decode(dt, [2], [dt === 'BOOL' ? true : dt === 'BYTES' ? 'ok' : 0, value]));
     expect(e.code).toBe('INVALID_ARG');
-    expect(e.message).toContain("Unable to parse 'data' for input 'IN' for model 'm': element 1 must be ");
+    // A value of the wrong JSON kind gets the words of Triton's JSON reader first.
+    expect(e.message).toMatch(/^Unable to parse 'data' for input 'IN' for model 'm': (attempt to access JSON [a-z-]+ as [a-z-]+: )?element 1 must be /);
     expect(e.message).toContain(text);
+  });
+
+  it.each([
+    ['INT32', '1e-400', 'attempt to access JSON non-signed-integer as signed-integer: element 0 must be an integer in [-2147483648, 2147483647] for datatype INT32, got 1e-400'],
+    ['INT8', '5.0', 'attempt to access JSON non-signed-integer as signed-integer: element 0 must be an integer in [-128, 127] for datatype INT8, got 5.0'],
+    ['UINT8', '1E2', 'attempt to access JSON non-unsigned-integer as unsigned-integer: element 0 must be an integer in [0, 255] for datatype UINT8, got 1E2'],
+    ['INT64', '-0.0', 'attempt to access JSON non-signed-integer as signed-integer: element 0 must be an integer in'],
+    ['UINT64', '1e19', 'attempt to access JSON non-unsigned-integer as unsigned-integer: element 0'],
+    ['INT16', 'NaN', 'attempt to access JSON non-signed-integer as signed-integer: element 0 must be an integer in [-32768, 32767] for datatype INT16, got NaN'],
+  ])('refuses the non-integer literal of %s %s as Triton does (issue 11, defect 17)', (dt, literal, text) => {
+    const e = errorOf(() => decode(dt as DataType, [1], literally(`[${literal}]`)));
+    expect(e.code).toBe('INVALID_ARG');
+    expect(e.message.startsWith(`Unable to parse 'data' for input 'IN' for model 'm': ${text}`)).toBe(true);
+  });
+
+  it('reads integer literals beyond 2^53 exactly', () => {
+    const data = literally('[9007199254740993, -9223372036854775808, 9223372036854775807, 12]');
+    expect(decode('INT64', [4], data)).toEqual(
+      new BigInt64Array([9007199254740993n, -(2n ** 63n), 2n ** 63n - 1n, 12n]),
+    );
+    expect(decode('UINT64', [2], literally('[18446744073709551615, 9007199254740993]'))).toEqual(
+      new BigUint64Array([2n ** 64n - 1n, 9007199254740993n]),
+    );
+    expect(errorOf(() => decode('INT64', [1], literally('[9223372036854775808]'))).message).toContain(
+      'element 0 must be an integer in [-9223372036854775808, 9223372036854775807] for datatype INT64, got 9223372036854775808',
+    );
+    expect(errorOf(() => decode('INT32', [1], literally('[2147483648000000000]'))).message).toContain('got 2147483648000000000');
+  });
+
+  it('reads float literals, NaN and infinities for FP32/FP64', () => {
+    const data = decode('FP64', [5], literally('[1e-400, -0.0, NaN, -Infinity, 2.5]')) as Float64Array;
+    expect(Array.from(data)).toEqual([0, -0, NaN, -Infinity, 2.5]);
+    expect(Object.is(data[1], -0)).toBe(true);
+  });
+
+  it('refuses a JSON string with an unpaired surrogate for BYTES (it has no UTF-8 form)', () => {
+    const e = errorOf(() => decode('BYTES', [2], ['ok', 'a\ud800']));
+    expect(e.code).toBe('INVALID_ARG');
+    expect(e.message).toContain("Unable to parse 'data' for input 'IN' for model 'm': element 1 holds an unpaired UTF-16 surrogate");
+    expect(decode('BYTES', [1], ['\ud83d\ude00'])).toEqual([new Uint8Array([0xf0, 0x9f, 0x98, 0x80])]);
   });
 
   it('reports the flat index of a bad element inside nested data', () => {
@@ -161,11 +207,33 @@ describe('decodeJsonData', () => {
   });
 });
 
-describe('encodeJsonData', () => {
-  it('writes BOOL as booleans and 64-bit integers as numbers', () => {
-    expect(encodeJsonData(tensor('BOOL', [3], new Uint8Array([1, 0, 2])))).toEqual([true, false, true]);
-    expect(encodeJsonData(tensor('INT64', [2], new BigInt64Array([-(2n ** 63n), 5n])))).toEqual([-(2 ** 63), 5]);
-    expect(encodeJsonData(tensor('UINT64', [1], new BigUint64Array([2n ** 64n - 1n])))).toEqual([2 ** 64]);
+describe('encodeJsonDataText', () => {
+  it('writes BOOL as booleans and 64-bit integers exactly', () => {
+    expect(encodeJsonDataText(tensor('BOOL', [3], new Uint8Array([1, 0, 2])))).toBe('[true,false,true]');
+    expect(encodeJsonDataText(tensor('INT64', [3], new BigInt64Array([-(2n ** 63n), 5n, 2n ** 53n + 1n])))).toBe(
+      '[-9223372036854775808,5,9007199254740993]',
+    );
+    expect(encodeJsonDataText(tensor('UINT64', [1], new BigUint64Array([2n ** 64n - 1n])))).toBe('[18446744073709551615]');
+    expect(encodeJsonDataText(tensor('UINT8', [2], new Uint8Array([0, 255])))).toBe('[0,255]');
+  });
+
+  it('writes -0, NaN and infinities as Triton does (-0.0, NaN, Infinity, -Infinity)', () => {
+    expect(encodeJsonDataText(tensor('FP32', [5], new Float32Array([-0, NaN, Infinity, -Infinity, 1.5])))).toBe(
+      '[-0.0,NaN,Infinity,-Infinity,1.5]',
+    );
+    expect(encodeJsonDataText(tensor('FP64', [3], new Float64Array([5e-324, 1e21, -0.1])))).toBe('[5e-324,1e+21,-0.1]');
+    const back = literally(encodeJsonDataText(tensor('FP64', [2], new Float64Array([-0, NaN])))) as JsonNumber[];
+    expect(back.map((n) => n.text)).toEqual(['-0.0', 'NaN']);
+  });
+
+  it('writes BYTES that are UTF-8 as strings (NUL included) and refuses the others', () => {
+    const bytes = [new Uint8Array([0x61, 0x00, 0x62]), new Uint8Array([0xc3, 0xa9])];
+    expect(encodeJsonDataText(tensor('BYTES', [2], bytes))).toBe('["a\\u0000b","é"]');
+    const e = errorOf(() => encodeJsonDataText(tensor('BYTES', [2], [bytes[0], new Uint8Array([0xff, 0xfe])])));
+    expect(e.code).toBe('INVALID_ARG');
+    expect(e.message).toBe(
+      "sending BYTES data that is not valid UTF-8 via JSON is not supported (element 1 of output 'OUT'). Please use the binary data format for output",
+    );
   });
 
   it('writes FP32 as the exact double value of each float', () => {
@@ -178,10 +246,10 @@ describe('encodeJsonData', () => {
   });
 
   it('rejects FP16 and BF16 like Triton', () => {
-    expect(errorOf(() => encodeJsonData(tensor('FP16', [1], new Uint16Array([0x3c00])))).message).toBe(
+    expect(errorOf(() => encodeJsonDataText(tensor('FP16', [1], new Uint16Array([0x3c00])))).message).toBe(
       'sending FP16 data via JSON is not supported. Please use the binary data format for output',
     );
-    expect(errorOf(() => encodeJsonData(tensor('BF16', [1], new Uint16Array([0x3f80])))).message).toBe(
+    expect(errorOf(() => encodeJsonDataText(tensor('BF16', [1], new Uint16Array([0x3f80])))).message).toBe(
       'sending BF16 data via JSON is not supported. Please use the binary data format for output',
     );
   });

@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { InferenceError } from './errors';
 import type { DataType } from './datatype';
 import { fp16BitsToFloat32, bf16BitsToFloat32 } from './float16';
+import { JsonNumber } from './json-text';
 import { elementCount, type Tensor, type TensorData } from './tensor';
 import { isBytesData } from './typed';
 
@@ -39,7 +41,9 @@ const UINT64_MAX = 2n ** 64n - 1n;
 
 /**
  * JSON `data` of an input (flat or nested, row-major) → TensorData of `datatype`. Checks element JSON
- * types and integer ranges, the element count against `shape` and the nesting depth.
+ * types and integer ranges, the element count against `shape` and the nesting depth. Elements may
+ * be `JsonNumber` literals (see json-text.ts): an integer datatype takes only integer literals,
+ * read exactly (`1e-400` or `5.0` are refused as Triton refuses them, `9007199254740993` is kept).
  */
 export function decodeJsonData(
   datatype: DataType,
@@ -141,10 +145,18 @@ function allocateInt(datatype: DataType, n: number): Uint8Array | Uint16Array | 
   }
 }
 
-/** Off the hot path: a bigint element in range is accepted, anything else is an error. */
+/** Off the hot path: a bigint or an integer literal in range is accepted, anything else is an error. */
 function slowInt(t: Target, i: number, v: unknown, min: number, max: number): number {
-  if (typeof v === 'bigint' && v >= BigInt(min) && v <= BigInt(max)) return Number(v);
+  const b = exactInteger(v);
+  if (b !== undefined && b >= BigInt(min) && b <= BigInt(max)) return Number(b);
   throw badElement(t, i, v);
+}
+
+/** The exact integer a bigint or an integer literal stands for; undefined for anything else. */
+function exactInteger(v: unknown): bigint | undefined {
+  if (typeof v === 'bigint') return v;
+  if (v instanceof JsonNumber && v.isIntegerLiteral()) return BigInt(v.text);
+  return undefined;
 }
 
 function decodeInt64<A extends BigInt64Array | BigUint64Array>(
@@ -156,10 +168,10 @@ function decodeInt64<A extends BigInt64Array | BigUint64Array>(
 ): A {
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    let b: bigint;
+    let b: bigint | undefined;
     if (typeof v === 'number' && Number.isInteger(v)) b = BigInt(v);
-    else if (typeof v === 'bigint') b = v;
-    else throw badElement(t, i, v);
+    else b = exactInteger(v);
+    if (b === undefined) throw badElement(t, i, v);
     if (b < min || b > max) throw badElement(t, i, v);
     out[i] = b;
   }
@@ -169,8 +181,9 @@ function decodeInt64<A extends BigInt64Array | BigUint64Array>(
 function decodeFloat<A extends Float32Array | Float64Array>(t: Target, values: readonly unknown[], out: A): A {
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    if (typeof v !== 'number') throw badElement(t, i, v);
-    out[i] = v;
+    if (typeof v === 'number') out[i] = v;
+    else if (v instanceof JsonNumber) out[i] = v.value;
+    else throw badElement(t, i, v);
   }
   return out;
 }
@@ -180,10 +193,19 @@ function decodeBytes(t: Target, values: readonly unknown[]): Uint8Array[] {
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     if (typeof v !== 'string') throw badElement(t, i, v);
+    // A lone surrogate (`"\ud800"`) has no UTF-8 form: encoding it would send U+FFFD instead.
+    if (!(v as WellFormedString).isWellFormed()) {
+      throw InferenceError.invalidArg(
+        `${parseError(t)}: element ${i} holds an unpaired UTF-16 surrogate escape, which is not text that UTF-8 can carry; send BYTES that are not UTF-8 text in the binary data format`,
+      );
+    }
     out[i] = utf8Encoder.encode(v);
   }
   return out;
 }
+
+/** `String.prototype.isWellFormed` (Node 20; the ES2022 lib this project compiles against lacks it). */
+type WellFormedString = string & { isWellFormed(): boolean };
 
 function parseError(t: Target): string {
   return `Unable to parse 'data' for input '${t.name}' for model '${t.model}'`;
@@ -197,9 +219,42 @@ function countMismatch(t: Target, shape: readonly number[], expected: number, go
 
 function badElement(t: Target, i: number, v: unknown): unknown {
   if (Array.isArray(v)) return NESTED;
+  const wrongType = wrongJsonType(t.datatype, v);
+  if (wrongType) {
+    return InferenceError.invalidArg(
+      `${parseError(t)}: ${wrongType}: element ${i} must be ${expectedKind(t.datatype)} for datatype ${t.datatype}, got ${describe(v)}`,
+    );
+  }
   return InferenceError.invalidArg(
     `${parseError(t)}: element ${i} must be ${expectedKind(t.datatype)} for datatype ${t.datatype}, got ${describe(v)}`,
   );
+}
+
+/**
+ * Triton's words (its JSON reader's) when an element is not of the JSON kind its datatype reads;
+ * undefined when the kind is right (an integer out of range is reported by the caller).
+ */
+function wrongJsonType(datatype: DataType, v: unknown): string | undefined {
+  switch (datatype) {
+    case 'BOOL':
+      return typeof v === 'boolean' ? undefined : 'attempt to access JSON non-boolean as boolean';
+    case 'FP32':
+    case 'FP64':
+      return typeof v === 'number' || v instanceof JsonNumber ? undefined : 'attempt to access JSON non-number as double';
+    case 'BYTES':
+      return typeof v === 'string' ? undefined : 'attempt to access JSON non-string as string';
+    case 'UINT8':
+    case 'UINT16':
+    case 'UINT32':
+    case 'UINT64':
+      return isIntegerValue(v) ? undefined : 'attempt to access JSON non-unsigned-integer as unsigned-integer';
+    default:
+      return isIntegerValue(v) ? undefined : 'attempt to access JSON non-signed-integer as signed-integer';
+  }
+}
+
+function isIntegerValue(v: unknown): boolean {
+  return (typeof v === 'number' && Number.isInteger(v)) || exactInteger(v) !== undefined;
 }
 
 function expectedKind(datatype: DataType): string {
@@ -224,6 +279,7 @@ function expectedKind(datatype: DataType): string {
 
 function describe(v: unknown): string {
   if (v === undefined) return 'undefined';
+  if (v instanceof JsonNumber) return v.text;
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number') return String(v);
   const s = JSON.stringify(v) ?? String(v);
@@ -231,34 +287,64 @@ function describe(v: unknown): string {
 }
 
 /**
- * TensorData → flat JSON array: BOOL as booleans, integers and floats as numbers (64-bit integers
- * become JS numbers and lose precision beyond 2^53), BYTES as UTF-8-decoded strings. FP16/BF16 are
- * rejected as Triton does: they must be returned in binary form.
+ * TensorData → the JSON text of its flat `data` array, exact for every datatype JSON can carry:
+ * BOOL as `true`/`false`; integers as written by their type, 64-bit ones beyond 2^53 included
+ * (what JSON.stringify of numbers could not do); floats in the shortest form that reads back to
+ * the same value, `-0.0` for negative zero and `NaN`, `Infinity`, `-Infinity` as Triton writes them
+ * (rapidjson with kWriteNanAndInfFlag; Python's json reads them); BYTES as strings when every
+ * element is UTF-8 text. FP16/BF16, and BYTES that are not UTF-8, are refused (INVALID_ARG):
+ * JSON cannot carry them, they must be asked for in binary form.
  */
-export function encodeJsonData(tensor: Tensor): unknown[] {
+export function encodeJsonDataText(tensor: Tensor): string {
   const { datatype, data } = tensor;
   if (datatype === 'FP16' || datatype === 'BF16') {
     throw InferenceError.invalidArg(
       `sending ${datatype} data via JSON is not supported. Please use the binary data format for output`,
     );
   }
-  if (isBytesData(data)) return data.map((b) => utf8Decoder.decode(b));
-  // Built with push: `new Array(n)` filled by index is a holey array, which JSON.stringify walks
-  // on a slow path, and Array.from goes through the iterator protocol (both measured slower).
-  const n = data.length;
-  const out: unknown[] = [];
+  if (isBytesData(data)) return bytesJsonText(tensor.name, data);
   if (datatype === 'BOOL') {
-    for (let i = 0; i < n; i++) out.push(data[i] !== 0);
-  } else if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
-    for (let i = 0; i < n; i++) out.push(Number(data[i]));
-  } else {
-    for (let i = 0; i < n; i++) out.push(data[i]);
+    let text = '[';
+    for (let i = 0; i < data.length; i++) text += (i === 0 ? '' : ',') + (data[i] !== 0 ? 'true' : 'false');
+    return `${text}]`;
   }
-  return out;
+  // A typed array's join writes integers (bigints too) exactly, and doubles in their shortest
+  // round-trip form with NaN/Infinity/-Infinity spelled as rapidjson spells them; only -0 needs help.
+  if ((data instanceof Float32Array || data instanceof Float64Array) && hasNegativeZero(data)) {
+    return `[${Array.from(data, (v) => (v === 0 && 1 / v < 0 ? '-0.0' : String(v))).join(',')}]`;
+  }
+  return `[${data.join(',')}]`;
+}
+
+function hasNegativeZero(data: Float32Array | Float64Array): boolean {
+  for (let i = 0; i < data.length; i++) if (data[i] === 0 && 1 / data[i] < 0) return true;
+  return false;
+}
+
+function bytesJsonText(name: string, elements: readonly Uint8Array[]): string {
+  const strings: string[] = [];
+  for (let i = 0; i < elements.length; i++) {
+    const b = elements[i];
+    if (!isUtf8(b)) {
+      throw InferenceError.invalidArg(
+        `sending BYTES data that is not valid UTF-8 via JSON is not supported (element ${i} of output '${name}'). Please use the binary data format for output`,
+      );
+    }
+    strings.push(utf8Decoder.decode(b));
+  }
+  return JSON.stringify(strings);
 }
 
 /** FP16/BF16 raw bits → numbers, for callers that want a JSON view of half-precision data anyway. */
 export function halfBitsToNumbers(datatype: 'FP16' | 'BF16', bits: Uint16Array): number[] {
   const convert = datatype === 'FP16' ? fp16BitsToFloat32 : bf16BitsToFloat32;
   return Array.from(bits, convert);
+}
+
+/**
+ * @deprecated Lossy (64-bit integers beyond 2^53, -0, NaN and infinities): use encodeJsonDataText.
+ * Kept only until the HTTP codec that still imports it is committed with encodeJsonDataText.
+ */
+export function encodeJsonData(tensor: Tensor): unknown[] {
+  return JSON.parse(encodeJsonDataText(tensor).replace(/-0\.0|NaN|-?Infinity/g, 'null')) as unknown[];
 }
