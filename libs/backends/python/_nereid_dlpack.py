@@ -106,7 +106,7 @@ def _sweep():
         if not _api.PyCapsule_IsValid(capsule, _LEGACY):
             entry[3] = None  # consumed: the consumer calls the deleter
         elif sys.getrefcount(capsule) <= 3:  # the entry, `capsule` and getrefcount's argument
-            del _exported[address]
+            _exported.pop(address, None)  # pop: a deleter on another thread may have removed it
 
 
 def export(array, wire):
