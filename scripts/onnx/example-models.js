@@ -112,7 +112,7 @@ const TYPED_IO = [
   [ELEM.BOOL, 'BOOL'], [ELEM.UINT8, 'UINT8'], [ELEM.UINT16, 'UINT16'], [ELEM.UINT32, 'UINT32'],
   [ELEM.UINT64, 'UINT64'], [ELEM.INT8, 'INT8'], [ELEM.INT16, 'INT16'], [ELEM.INT32, 'INT32'],
   [ELEM.INT64, 'INT64'], [ELEM.FLOAT16, 'FP16'], [ELEM.FLOAT, 'FP32'], [ELEM.DOUBLE, 'FP64'],
-  [ELEM.STRING, 'BYTES'],
+  [ELEM.STRING, 'BYTES'], [ELEM.BFLOAT16, 'BF16'],
 ];
 
 const MODELS = [
@@ -133,6 +133,12 @@ const MODELS = [
   {
     dir: 'test/fixtures/onnx/identity_types',
     build: () => identityModel('identity_types', TYPED_IO.map(([e, n]) => [e, `IN_${n}`, `OUT_${n}`])),
+    // onnxruntime-node cannot open a model with BF16 graph inputs or outputs (the server opens it
+    // rewritten, see libs/backends/src/onnxruntime/bf16-graph.ts): the check runs the other pairs.
+    verifyBuild: () => identityModel(
+      'identity_types',
+      TYPED_IO.filter(([e]) => e !== ELEM.BFLOAT16).map(([e, n]) => [e, `IN_${n}`, `OUT_${n}`]),
+    ),
     config: identityTypesConfig(TYPED_IO.map(([, n]) => n)),
     check: 'identity',
   },

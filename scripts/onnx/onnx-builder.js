@@ -10,7 +10,7 @@ const ModelProto = root.lookupType('onnx.ModelProto');
 /** ONNX TensorProto.DataType numbers. */
 const ELEM = Object.freeze({
   FLOAT: 1, UINT8: 2, INT8: 3, UINT16: 4, INT16: 5, INT32: 6, INT64: 7, STRING: 8, BOOL: 9,
-  FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13,
+  FLOAT16: 10, DOUBLE: 11, UINT32: 12, UINT64: 13, BFLOAT16: 16,
 });
 
 /** AttributeProto.AttributeType numbers for the attribute kinds the generator writes. */
