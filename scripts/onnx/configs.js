@@ -36,10 +36,10 @@ function identityConfig(name, dataType) {
 }
 
 /** `names` are KServe datatypes; BYTES is TYPE_STRING in a config. */
-function identityTypesConfig(names) {
+function identityTypesConfig(names, modelName = 'identity_types') {
   const configType = (n) => (n === 'BYTES' ? 'TYPE_STRING' : `TYPE_${n}`);
   return [
-    'name: "identity_types"\nbackend: "onnxruntime"\nmax_batch_size: 8\n',
+    `name: "${modelName}"\nbackend: "onnxruntime"\nmax_batch_size: 8\n`,
     ioBlock('input', names.map((n) => tensor(`IN_${n}`, configType(n), [-1]))),
     ioBlock('output', names.map((n) => tensor(`OUT_${n}`, configType(n), [-1]))),
   ].join('');

@@ -115,6 +115,8 @@ const TYPED_IO = [
   [ELEM.STRING, 'BYTES'], [ELEM.BFLOAT16, 'BF16'],
 ];
 
+const TYPED_CONTENTS_IO = TYPED_IO.filter(([e]) => e !== ELEM.FLOAT16 && e !== ELEM.BFLOAT16);
+
 const MODELS = [
   { dir: 'models/simple', build: simpleModel, config: simpleConfig(), check: 'simple' },
   { dir: 'models/mlp', build: mlpModel, config: mlpConfig(MLP_WIDTH), check: 'mlp' },
@@ -140,6 +142,14 @@ const MODELS = [
       TYPED_IO.filter(([e]) => e !== ELEM.BFLOAT16).map(([e, n]) => [e, `IN_${n}`, `OUT_${n}`]),
     ),
     config: identityTypesConfig(TYPED_IO.map(([, n]) => n)),
+    check: 'identity',
+  },
+  {
+    // identity_types without FP16/BF16: gRPC typed contents have no field for those, and a request
+    // either sends every input as typed contents or none (the datatype matrix test).
+    dir: 'test/fixtures/onnx/identity_typed_contents',
+    build: () => identityModel('identity_typed_contents', TYPED_CONTENTS_IO.map(([e, n]) => [e, `IN_${n}`, `OUT_${n}`])),
+    config: identityTypesConfig(TYPED_CONTENTS_IO.map(([, n]) => n), 'identity_typed_contents'),
     check: 'identity',
   },
   { dir: 'test/fixtures/onnx/autocomplete_add', build: autocompleteAddModel, config: null, check: 'add' },
