@@ -13,3 +13,5 @@ export {
   type ServerFillContext,
 } from './normalize';
 export { validateModelConfig, type ValidateOptions } from './validate';
+export { checkModelName, isValidModelName, modelNameProblem, MAX_MODEL_NAME_BYTES } from './model-name';
+export { checkConfigPaths, resolveInside, resolvePathParameter, MODEL_DIRECTORY_PLACEHOLDER, type ModelFolders } from './model-paths';

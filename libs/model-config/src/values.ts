@@ -1,12 +1,11 @@
+import { setOwn } from '@nereid/protocol';
 import { getEnum, type FieldDescriptor } from './schema';
 
 /** A message in its JSON form. */
 export type JsonObject = Record<string, unknown>;
 
-/** Sets an own enumerable property, safe for keys like `__proto__` that come from user maps. */
-export function setOwn(obj: JsonObject, key: string, value: unknown): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-}
+/** Map keys come from users: written with the shared own-property setter (`__proto__` included). */
+export { setOwn };
 
 /** Default value of one (non-repeated) value of `field`'s type: `{}`, first enum name, `""`, `false`, `0`. */
 export function defaultValueOf(field: Pick<FieldDescriptor, 'kind' | 'scalar' | 'ref'>): unknown {
