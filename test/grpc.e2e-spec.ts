@@ -505,7 +505,7 @@ describe('statistics, repository, settings, shared memory', () => {
       parameters: { config: { bool_param: true } },
     });
     expect(badParam.code).toBe(grpc.status.INVALID_ARGUMENT);
-    expect(badParam.details).toBe("invalid value type for 'config' parameter, expected string_param.");
+    expect(badParam.details).toBe("invalid value type for load parameter 'config', expected string_param.");
   });
 
   it('RepositoryModelLoad with a config override', async () => {

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import type { BackendRegistry } from '@nereid/backends';
 import {
+  checkConfigPaths,
   fillServerSide,
   modelConfigFromJson,
   normalizeModelConfig,
@@ -57,6 +58,8 @@ export async function completeModelConfig(
   }
   const versionDirs = await Promise.all(versionsOnDisk.map((v) => versionDir(location.path, v)));
   config = fillServerSide(config, { modelName: location.name, versionDirs });
+  // Before a backend reads anything: every file the config names stays inside the model folder.
+  await checkConfigPaths(config, { modelDir: location.path, versionDirs }, overrideJson !== undefined);
   const backend = config.backend ?? '';
   if (options.autoComplete && backend && backend !== 'ensemble' && backends.has(backend) && versionDirs.length > 0) {
     config = await worker.autoComplete(backend, {

@@ -75,8 +75,11 @@ export type TraceSettings = Record<string, string | string[]>;
 export interface LoadOptions {
   /** ModelConfig JSON text overriding config.pbtxt. */
   config?: string;
-  /** `file:<version>/<path>` → file content. */
-  files?: Record<string, Uint8Array>;
+  /**
+   * File overrides: parameter name as the client sent it (`file:<version>/<path>`) → file content.
+   * The manager checks the names (see `overrideFilePath`).
+   */
+  files?: Map<string, Uint8Array>;
 }
 
 /**

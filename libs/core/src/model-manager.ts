@@ -1,13 +1,12 @@
 import { promises as fs } from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import type { BackendRegistry } from '@nereid/backends';
-import type { ModelConfig } from '@nereid/model-config';
+import { checkModelName, resolveInside, type ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError } from '@nereid/protocol';
 import { fingerprint, listVersions, scanRepositories, selectVersions, versionDir, type ModelLocation } from '@nereid/repository';
 import type { SchedulerChannel, WorkerChannel } from '@nereid/transport';
 import { completeModelConfig, type ConfigOptions } from './config-pipeline';
 import type { LoadOptions, ModelState, RepositoryIndexEntry } from './core';
+import { hideOverrideFolder, removeOverrideFolder, writeOverrideFolder } from './override-files';
 import { modelIo, type ModelIo } from './request-validation';
 import { ModelStatsRecorder } from './statistics';
 
@@ -29,6 +28,8 @@ export interface VersionRuntime {
   labels: Map<string, string[]>;
   /** How long the load took, in seconds. */
   loadSecs: number;
+  /** The override folder (load with `file:` parameters) this version runs from; deleted once no version uses it. */
+  overrideRoot?: string;
 }
 
 export interface ModelEntry {
@@ -91,7 +92,8 @@ export class ModelRepositoryManager {
   }
 
   /** Loads (or reloads) a model. Rejects with the reason when no version could be loaded. */
-  load(name: string, options: LoadOptions = {}): Promise<void> {
+  async load(name: string, options: LoadOptions = {}): Promise<void> {
+    checkModelName(name);
     return this.withLock(name, () => this.doLoad(name, options));
   }
 
@@ -105,20 +107,47 @@ export class ModelRepositoryManager {
   }
 
   private async doLoad(name: string, options: LoadOptions): Promise<void> {
+    const files = options.files ?? new Map<string, Uint8Array>();
+    if (files.size > 0 && options.config === undefined) {
+      throw InferenceError.invalidArg("Load parameter 'config' must be specified for model file override");
+    }
     const { models, duplicates } = await this.scan();
     if (duplicates.has(name)) {
       const e = this.entry(name);
       e.error = DUPLICATE_REASON;
       throw InferenceError.invalidArg(`failed to load '${name}', ${DUPLICATE_REASON}`);
     }
-    let location = models.get(name);
-    if (!location && options.config === undefined) {
-      throw InferenceError.invalidArg(`failed to load '${name}', failed to poll from model repository`);
+    if (files.size === 0) {
+      const location = models.get(name);
+      if (!location) throw InferenceError.invalidArg(`failed to load '${name}', failed to poll from model repository`);
+      return this.loadFrom(name, location, options);
     }
-    if (options.files && Object.keys(options.files).length > 0) {
-      location = await this.writeOverrideFiles(name, options.files);
+    const location = await writeOverrideFolder(name, files);
+    const root = location.repository;
+    try {
+      await this.loadFrom(name, location, options, root);
+    } catch (e) {
+      const err = toInferenceError(e);
+      throw new InferenceError(err.code, hideOverrideFolder(err.message, root));
+    } finally {
+      await this.removeUnusedOverrides(name, [root]);
     }
-    if (!location) throw InferenceError.invalidArg(`failed to load '${name}', failed to poll from model repository`);
+  }
+
+  /** Override folders no version of `name` runs from any more are deleted. */
+  private async removeUnusedOverrides(name: string, roots: readonly (string | undefined)[]): Promise<void> {
+    const used = new Set<string>();
+    for (const v of this.entries.get(name)?.versions.values() ?? []) {
+      if (v.runtime?.overrideRoot) used.add(v.runtime.overrideRoot);
+    }
+    for (const root of new Set(roots)) {
+      if (root !== undefined && !used.has(root)) await removeOverrideFolder(root);
+    }
+  }
+
+  private async loadFrom(name: string, location: ModelLocation, options: LoadOptions, overrideRoot?: string): Promise<void> {
+    // Messages stored as reasons (repository index) and logged never show an override folder's path.
+    const hide = (message: string): string => (overrideRoot ? hideOverrideFolder(message, overrideRoot) : message);
     const entry = this.entry(name);
     const fp = await fingerprint(location.path);
     const unchanged =
@@ -130,14 +159,14 @@ export class ModelRepositoryManager {
     try {
       completed = await completeModelConfig(location, this.backends, this.worker, this.options, options.config);
     } catch (e) {
-      const err = toInferenceError(e);
+      const message = hide(toInferenceError(e).message);
       const hasReady = [...entry.versions.values()].some((v) => v.state === 'READY');
       if (!hasReady) {
-        entry.error = err.message;
-        this.markFailed(entry, await this.versionsOnDiskSafe(location), err.message);
+        entry.error = message;
+        this.markFailed(entry, await this.versionsOnDiskSafe(location), message);
       }
-      this.options.log('error', `failed to load '${name}': ${err.message}`);
-      throw InferenceError.invalidArg(`failed to load '${name}', ${err.message}`);
+      this.options.log('error', `failed to load '${name}': ${message}`);
+      throw InferenceError.invalidArg(`failed to load '${name}', ${message}`);
     }
     const { config, versionsOnDisk } = completed;
     const { versions: wanted, missing } = selectVersions(config.version_policy, versionsOnDisk);
@@ -148,7 +177,7 @@ export class ModelRepositoryManager {
       throw InferenceError.invalidArg(`failed to load '${name}', ${reason}`);
     }
     const labels = await this.readLabels(location, config);
-    const results = await Promise.all(wanted.map((v) => this.loadVersion(location!, config, v, labels)));
+    const results = await Promise.all(wanted.map((v) => this.loadVersion(location, config, v, labels, overrideRoot, hide)));
     const old = new Map(entry.versions);
     const failures: string[] = [];
     entry.error = undefined;
@@ -172,6 +201,7 @@ export class ModelRepositoryManager {
       entry.versions.set(stale.version, { version: stale.version, state: 'UNAVAILABLE', reason: 'unloaded' });
     }
     await Promise.all(retired.map((v) => this.retire(v.runtime!)));
+    await this.removeUnusedOverrides(name, retired.map((v) => v.runtime?.overrideRoot));
     if (failures.length > 0) {
       throw InferenceError.invalidArg(`failed to load '${name}', ${failures.join('; ')}`);
     }
@@ -195,6 +225,8 @@ export class ModelRepositoryManager {
     config: ModelConfig,
     version: number,
     labels: Map<string, string[]>,
+    overrideRoot: string | undefined,
+    hide: (message: string) => string,
   ): Promise<VersionEntry> {
     const key = `${config.name}/${version}/${++this.generation}`;
     const started = performance.now();
@@ -214,21 +246,25 @@ export class ModelRepositoryManager {
         stats: new ModelStatsRecorder(config.name ?? location.name, version),
         labels,
         loadSecs: (performance.now() - started) / 1000,
+        overrideRoot,
       };
       return { version, state: 'READY', reason: '', runtime };
     } catch (e) {
       await this.worker.unload(key).catch(() => undefined);
-      const err = toInferenceError(e);
-      this.options.log('error', `failed to load '${location.name}' version ${version}: ${err.message}`);
-      return { version, state: 'UNAVAILABLE', reason: err.message };
+      const message = hide(toInferenceError(e).message);
+      this.options.log('error', `failed to load '${location.name}' version ${version}: ${message}`);
+      return { version, state: 'UNAVAILABLE', reason: message };
     }
   }
 
+  /** Labels of the outputs with a `label_filename`; the files must lie inside the model folder. */
   private async readLabels(location: ModelLocation, config: ModelConfig): Promise<Map<string, string[]>> {
     const labels = new Map<string, string[]>();
     for (const o of config.output ?? []) {
       if (!o.label_filename) continue;
-      const text = await fs.readFile(path.join(location.path, o.label_filename), 'utf8').catch(() => undefined);
+      const what = `label file path '${o.label_filename}' for output '${o.name ?? ''}' in model '${location.name}'`;
+      const file = await resolveInside(location.path, o.label_filename, what);
+      const text = await fs.readFile(file, 'utf8').catch(() => undefined);
       if (text !== undefined) labels.set(o.name ?? '', text.split(/\r?\n/));
     }
     return labels;
@@ -240,7 +276,8 @@ export class ModelRepositoryManager {
     await this.worker.unload(runtime.key);
   }
 
-  unload(name: string): Promise<void> {
+  async unload(name: string): Promise<void> {
+    checkModelName(name);
     return this.withLock(name, async () => {
       const entry = this.entries.get(name);
       if (!entry) return;
@@ -252,26 +289,13 @@ export class ModelRepositoryManager {
       entry.error = undefined;
       entry.fingerprint = undefined;
       await Promise.all(retired.map((r) => this.retire(r)));
+      await this.removeUnusedOverrides(name, retired.map((r) => r.overrideRoot));
       this.options.log('info', `successfully unloaded '${name}'`);
     });
   }
 
   async unloadAll(): Promise<void> {
     await Promise.all([...this.entries.keys()].map((n) => this.unload(n)));
-  }
-
-  private async writeOverrideFiles(name: string, files: Record<string, Uint8Array>): Promise<ModelLocation> {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), `nereid-override-${name}-`));
-    const modelDir = path.join(dir, name);
-    for (const [rel, content] of Object.entries(files)) {
-      const target = path.resolve(modelDir, rel);
-      if (!target.startsWith(modelDir + path.sep)) {
-        throw InferenceError.invalidArg(`failed to load '${name}', file override path '${rel}' escapes the model directory`);
-      }
-      await fs.mkdir(path.dirname(target), { recursive: true });
-      await fs.writeFile(target, content);
-    }
-    return { name, repository: dir, path: modelDir };
   }
 
   /** Repository index: every model in the repositories plus every model ever loaded. */

@@ -1,4 +1,4 @@
-import type { ModelConfig } from '@nereid/model-config';
+import { checkModelName, type ModelConfig } from '@nereid/model-config';
 import {
   InferenceError,
   toInferenceError,
@@ -97,7 +97,11 @@ export class NereidCore implements InferenceCore {
   /** Finds the version a request addresses; throws Triton's errors for unknown/unready models. */
   resolve(name: string, version: number): VersionRuntime {
     const entry = this.manager.get(name);
-    if (!entry) throw InferenceError.invalidArg(`Request for unknown model: '${name}' is not found`);
+    if (!entry) {
+      // Only valid names ever get an entry: checking on a miss keeps the hit path free.
+      checkModelName(name);
+      throw InferenceError.invalidArg(`Request for unknown model: '${name}' is not found`);
+    }
     if (version < 0) {
       let best: VersionEntry | undefined;
       for (const v of entry.versions.values()) {
@@ -257,6 +261,7 @@ export class NereidCore implements InferenceCore {
       return out.sort((a, b) => a.name.localeCompare(b.name));
     }
     const entry = this.manager.get(name);
+    if (!entry) checkModelName(name);
     const ready = entry ? [...entry.versions.values()].filter((v) => v.state === 'READY' && v.runtime) : [];
     if (ready.length === 0) throw InferenceError.invalidArg(`requested model '${name}' is not available`);
     if (version >= 0) {

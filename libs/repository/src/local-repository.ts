@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { isValidModelName } from '@nereid/model-config';
 import { parseVersionDir } from './versions';
 
 /** Where a model lives on disk. */
@@ -30,7 +31,11 @@ async function subdirectories(dir: string): Promise<string[]> {
   return out.sort();
 }
 
-/** Lists every model directory of the given local repositories. A repository that is not a directory throws. */
+/**
+ * Lists every model directory of the given local repositories. A repository that is not a directory
+ * throws. Directories whose names cannot name a model (control characters, see `modelNameProblem`)
+ * are not models.
+ */
 export async function scanRepositories(repositories: readonly string[]): Promise<RepositoryScan> {
   const models = new Map<string, ModelLocation>();
   const duplicates = new Set<string>();
@@ -41,6 +46,7 @@ export async function scanRepositories(repositories: readonly string[]): Promise
       throw new Error(`failed to stat file ${repo}: the model repository does not exist or is not a directory`);
     }
     for (const name of await subdirectories(root)) {
+      if (!isValidModelName(name)) continue;
       if (models.has(name) || duplicates.has(name)) {
         models.delete(name);
         duplicates.add(name);

@@ -42,6 +42,11 @@ describe('local repositories', () => {
     expect(await listVersions(path.join(a, 'm1'))).toEqual([1, 2]);
   });
 
+  it('skips directories whose names cannot name a model', async () => {
+    const root = makeRepo({ good: ['1'], 'forged\nI0101 00:00:00.000000 1 nereid] line': ['1'], 'esc\x1b[2J': ['1'] });
+    expect([...(await scanRepositories([root])).models.keys()]).toEqual(['good']);
+  });
+
   it('rejects a missing repository', async () => {
     await expect(scanRepositories(['/nonexistent/nereid'])).rejects.toThrow(/does not exist/);
   });

@@ -9,15 +9,21 @@ describe('repository parameter conversion', () => {
         config: { string_param: '{"backend":"onnxruntime"}', parameter_choice: 'string_param' },
         'file:1/model.onnx': { bytes_param: file, parameter_choice: 'bytes_param' },
       }),
-    ).toEqual({ config: '{"backend":"onnxruntime"}', files: { 'file:1/model.onnx': file } });
+    ).toEqual({ config: '{"backend":"onnxruntime"}', files: new Map([['file:1/model.onnx', file]]) });
   });
   it('rejects wrong value types with Triton wording', () => {
     expect(() => loadOptionsOf({ config: { bytes_param: Buffer.from('x'), parameter_choice: 'bytes_param' } })).toThrow(
-      expect.objectContaining({ code: 'INVALID_ARG', message: "invalid value type for 'config' parameter, expected string_param." }),
+      expect.objectContaining({ code: 'INVALID_ARG', message: "invalid value type for load parameter 'config', expected string_param." }),
     );
     expect(() => loadOptionsOf({ 'file:1/a': { string_param: 'x', parameter_choice: 'string_param' } })).toThrow(
-      expect.objectContaining({ message: "invalid value type for 'file:1/a' parameter, expected bytes_param." }),
+      expect.objectContaining({ message: "invalid value type for load parameter 'file:1/a', expected bytes_param." }),
     );
+    for (const key of ['unload_dependents', '__proto__', 'constructor', 'toString']) {
+      const params = Object.defineProperty({}, key, { value: { string_param: 'x', parameter_choice: 'string_param' }, enumerable: true });
+      expect(() => loadOptionsOf(params)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARG', message: `unrecognized load parameter '${key}'.` }),
+      );
+    }
   });
   it('reads unload_dependents', () => {
     expect(unloadDependentsOf({})).toBe(false);

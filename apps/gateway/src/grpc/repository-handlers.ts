@@ -12,17 +12,26 @@ function wrongType(key: string, expected: string): InferenceError {
   return InferenceError.invalidArg(`invalid value type for '${key}' parameter, expected ${expected}.`);
 }
 
-/** RepositoryModelLoad parameters → LoadOptions (`config` string, `file:<version>/<path>` bytes). */
+function wrongLoadType(key: string, expected: string): InferenceError {
+  return InferenceError.invalidArg(`invalid value type for load parameter '${key}', expected ${expected}.`);
+}
+
+/**
+ * RepositoryModelLoad parameters → LoadOptions (`config` string, `file:<version>/<path>` bytes,
+ * keyed by the parameter name as sent); any other key is refused. Triton's gRPC wording.
+ */
 export function loadOptionsOf(params: Record<string, WireRepositoryParameter>): LoadOptions {
   const options: LoadOptions = {};
   for (const key of Object.keys(params)) {
     const p = params[key];
     if (key === 'config') {
-      if (p.parameter_choice !== 'string_param') throw wrongType(key, 'string_param');
+      if (p.parameter_choice !== 'string_param') throw wrongLoadType(key, 'string_param');
       options.config = p.string_param ?? '';
     } else if (key.startsWith('file:')) {
-      if (p.parameter_choice !== 'bytes_param') throw wrongType(key, 'bytes_param');
-      (options.files ??= {})[key] = p.bytes_param ?? new Uint8Array(0);
+      if (p.parameter_choice !== 'bytes_param') throw wrongLoadType(key, 'bytes_param');
+      (options.files ??= new Map()).set(key, p.bytes_param ?? new Uint8Array(0));
+    } else {
+      throw InferenceError.invalidArg(`unrecognized load parameter '${key}'.`);
     }
   }
   return options;

@@ -4,6 +4,12 @@ import { InferenceError } from '@nereid/protocol';
 import { INFERENCE_CORE } from '../tokens';
 import { parseJsonBody } from './body';
 
+/**
+ * Load request `parameters` → LoadOptions: `config` (ModelConfig JSON text) and `file:<version>/<path>`
+ * (base64 content, kept under the parameter name as sent). Triton reads every value as a string
+ * before looking at its key; a value of another type is the client's mistake (400, where Triton's
+ * JSON reader answers 500). Any other key is refused as Triton does (500).
+ */
 function loadOptions(body: Record<string, unknown> | undefined): LoadOptions {
   const params = body?.parameters;
   if (params === undefined || params === null) return {};
@@ -12,19 +18,10 @@ function loadOptions(body: Record<string, unknown> | undefined): LoadOptions {
   }
   const options: LoadOptions = {};
   for (const [k, v] of Object.entries(params as Record<string, unknown>)) {
-    if (k === 'config') {
-      if (typeof v !== 'string') throw InferenceError.invalidArg("'config' parameter must be a string holding the model configuration JSON");
-      options.config = v;
-    } else if (k.startsWith('file:')) {
-      if (typeof v !== 'string') throw InferenceError.invalidArg(`'${k}' parameter must be a base64 string`);
-      options.files ??= {};
-      options.files[k.slice('file:'.length)] = Buffer.from(v, 'base64');
-    } else {
-      throw InferenceError.internal('unexpected error on creating Triton parameter');
-    }
-  }
-  if (options.files && options.config === undefined) {
-    throw InferenceError.invalidArg("failed to load model: 'file:' parameters require the 'config' parameter");
+    if (typeof v !== 'string') throw InferenceError.invalidArg(`invalid value type for load parameter '${k}', expected a string.`);
+    if (k === 'config') options.config = v;
+    else if (k.startsWith('file:')) (options.files ??= new Map()).set(k, Buffer.from(v, 'base64'));
+    else throw InferenceError.internal('unexpected error on creating Triton parameter');
   }
   return options;
 }

@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { ModelConfig, ModelOutput } from '@nereid/model-config';
+import { resolveInside, type ModelConfig, type ModelOutput } from '@nereid/model-config';
 import { InferenceError } from '@nereid/protocol';
 import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '../backend';
 import { autoCompleteFromOnnx } from './auto-complete';
@@ -88,7 +88,8 @@ export class OnnxRuntimeBackend implements Backend {
 
 /** `<version dir>/<default_model_filename or model.onnx>`, or `model.onnx` inside it when it is a directory. */
 async function resolveModelFile(config: ModelConfig, versionDir: string): Promise<string> {
-  const candidate = path.join(versionDir, config.default_model_filename || DEFAULT_MODEL_FILENAME);
+  const name = config.default_model_filename || DEFAULT_MODEL_FILENAME;
+  const candidate = await resolveInside(versionDir, name, `model file name '${name}' of model '${config.name ?? ''}'`);
   const stat = await fs.stat(candidate).catch(() => undefined);
   const file = stat?.isDirectory() ? path.join(candidate, DEFAULT_MODEL_FILENAME) : candidate;
   if (stat === undefined || (stat.isDirectory() && !(await fs.stat(file).catch(() => undefined)))) {

@@ -4,7 +4,7 @@ import { existsSync, promises as fsp } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { InferenceError } from '@nereid/protocol';
-import type { ModelConfig } from '@nereid/model-config';
+import { resolvePathParameter, type ModelConfig } from '@nereid/model-config';
 
 /** The interpreter (and environment) a model's stubs run with. */
 export interface PythonRuntime {
@@ -24,12 +24,15 @@ const extracted = new Map<string, Promise<string>>();
 export async function resolvePythonRuntime(config: ModelConfig, modelDir: string, fallback: string): Promise<PythonRuntime> {
   const raw = config.parameters?.EXECUTION_ENV_PATH?.string_value;
   if (!raw) return { python: fallback };
-  const envPath = path.resolve(modelDir, raw.split('$$TRITON_MODEL_DIRECTORY').join(modelDir));
+  // Relative paths and $$TRITON_MODEL_DIRECTORY stay inside the model folder; the core refuses
+  // absolute paths in a client's config override. Errors show the path as the config wrote it.
+  const what = `EXECUTION_ENV_PATH '${raw}' of model '${config.name}'`;
+  const envPath = await resolvePathParameter(modelDir, raw, what, true);
   const stat = await fsp.stat(envPath).catch(() => undefined);
-  if (!stat) throw InferenceError.invalidArg(`EXECUTION_ENV_PATH '${envPath}' of model '${config.name}' does not exist`);
+  if (!stat) throw InferenceError.invalidArg(`${what} does not exist`);
   const envDir = stat.isDirectory() ? envPath : await extractOnce(envPath, stat.mtimeMs);
   const python = ['bin/python3', 'bin/python'].map((p) => path.join(envDir, p)).find((p) => existsSync(p));
-  if (!python) throw InferenceError.invalidArg(`EXECUTION_ENV_PATH '${envPath}' of model '${config.name}' has no bin/python3`);
+  if (!python) throw InferenceError.invalidArg(`${what} has no bin/python3`);
   const prepend = (dir: string, current: string | undefined): string => (current ? `${dir}${path.delimiter}${current}` : dir);
   return {
     python,

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { InferenceError } from '@nereid/protocol';
-import type { ModelConfig } from '@nereid/model-config';
+import { resolveInside, type ModelConfig } from '@nereid/model-config';
 import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '../backend';
 import { runAutoComplete } from './auto-complete';
 import { resolvePythonRuntime } from './execution-env';
@@ -65,7 +65,7 @@ export class PythonBackend implements Backend {
   }
 
   async autoComplete(ctx: AutoCompleteContext): Promise<ModelConfig> {
-    const modelFile = this.modelFile(ctx.config, ctx.versionDir);
+    const modelFile = await this.modelFile(ctx.config, ctx.versionDir);
     const launch = await this.launch(ctx.config, ctx.modelDir);
     const name = ctx.config.name ?? '';
     const log: LogFn = (level, message) => this.log(level, `[${name}] ${message}`);
@@ -77,7 +77,7 @@ export class PythonBackend implements Backend {
   async loadInstance(ctx: LoadContext): Promise<ModelInstance> {
     checkForceCpuOnly(ctx.config);
     const launch = await this.launch(ctx.config, ctx.modelDir);
-    const modelFile = this.modelFile(ctx.config, ctx.versionDir);
+    const modelFile = await this.modelFile(ctx.config, ctx.versionDir);
     return PythonModelInstance.start({
       ctx,
       launch,
@@ -87,8 +87,10 @@ export class PythonBackend implements Backend {
     });
   }
 
-  private modelFile(config: ModelConfig, versionDir: string): string {
-    const file = path.join(versionDir, config.default_model_filename || this.defaultModelFilename);
+  /** `<version dir>/<default_model_filename or model.py>`, which must stay inside the version folder. */
+  private async modelFile(config: ModelConfig, versionDir: string): Promise<string> {
+    const name = config.default_model_filename || this.defaultModelFilename;
+    const file = await resolveInside(versionDir, name, `model file name '${name}' of model '${config.name ?? ''}'`);
     if (!existsSync(file)) {
       throw InferenceError.notFound(`unable to find '${file}' for model '${config.name ?? ''}'`);
     }
