@@ -1,7 +1,7 @@
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, type ExecutionItem } from '@nereid/protocol';
 import { createScheduler, type Scheduler } from '@nereid/scheduling';
-import type { ModelKey, SchedulerChannel, WorkerChannel } from '@nereid/transport';
+import type { ModelKey, SchedulerChannel, WorkerCapacity, WorkerChannel } from '@nereid/transport';
 
 /** Hosts one scheduler per loaded model version; batches go to the workers through the channel. */
 export class SchedulerHost implements SchedulerChannel {
@@ -9,9 +9,10 @@ export class SchedulerHost implements SchedulerChannel {
 
   constructor(private readonly worker: WorkerChannel) {}
 
-  open(key: ModelKey, config: ModelConfig, instanceCount: number): void {
+  open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity): void {
     const scheduler = createScheduler(config, {
-      instanceCount: Math.max(1, instanceCount),
+      instanceCount: Math.max(1, capacity.instances),
+      depth: capacity.depth,
       execute: (instance, items) => this.worker.execute(key, instance, items),
     });
     this.schedulers.set(key, scheduler);

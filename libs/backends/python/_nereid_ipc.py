@@ -19,8 +19,9 @@ JSON objects. Positional forms:
   [input descriptors]]`; the correlation id is a number, a string (string ids), or `[digits]` for
   an integer beyond 2^53;
 - EXECUTE_DONE (stub -> server): `[batch id, [entry or null per request]]` (null: the request is
-  answered through its response sender instead), or `[batch id, error message]` when the whole
-  batch failed;
+  answered through its response sender instead), plus a third element `[request index, ...]`
+  naming the requests that were not executed (cancelled before `execute` began) when there are
+  any, or `[batch id, error message]` when the whole batch failed;
 - RESPONSE (stub -> server, response sender): `[batch id, request index, final flag, entry or null]`.
 Batch ids are opaque to the stub (the server numbers requests, a batch's id being its first one's).
 CANCEL is `{"b": batch id, "i": request index}`. BLS_REQUEST and BLS_RESULT keep object headers

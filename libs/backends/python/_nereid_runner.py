@@ -87,20 +87,62 @@ class ModelRunner:
             requests = self._decode_requests(batch, header[1], blob)
         except Exception as e:  # malformed input bytes: fail the batch, keep running
             return self._fail_batch(batch, "Failed to read the request(s): %s" % e)
-        try:
-            result = self._call_execute(requests)
-        except Exception as e:
-            return self._fail_batch(batch, self._exec_error(e))
         builder = self._conn.builder()
-        try:
-            entries = self._check_result(requests, result, builder)
-        except Exception as e:
-            return self._fail_batch(batch, str(e))
-        self._conn.send(ipc.MSG_EXECUTE_DONE, [batch, entries], builder)
+        received = requests
+        requests, cancelled = self._drop_cancelled(received, builder)
+        if requests:
+            try:
+                result = self._call_execute(requests)
+            except Exception as e:
+                return self._fail_batch(batch, self._exec_error(e))
+            try:
+                entries = self._check_result(requests, result, builder)
+            except Exception as e:
+                return self._fail_batch(batch, str(e))
+        else:
+            entries = []
+        if cancelled:
+            requests = received
+            entries = self._merge_entries(len(received), entries, cancelled)
+            self._conn.send(ipc.MSG_EXECUTE_DONE, [batch, entries, sorted(cancelled)], builder)
+        else:
+            self._conn.send(ipc.MSG_EXECUTE_DONE, [batch, entries], builder)
         if self.runtime.has_cancelled():
             for request, entry in zip(requests, entries):
                 if entry is not None:
                     self.runtime.forget_request(request._key)
+
+    def _drop_cancelled(self, requests, builder):
+        """Takes out the requests whose client went away while the batch waited for this stub (the
+        server hands a stub its next batch early): like requests still queued, they are answered
+        CANCELLED and never run. Returns the others and {index: entry} for the cancelled ones."""
+        runtime = self.runtime
+        runtime.reader.poll()  # cancel marks that arrived behind this batch
+        if not runtime.has_cancelled():
+            return requests, None
+        kept, cancelled = [], {}
+        for index, request in enumerate(requests):
+            if not runtime.is_cancelled(request._key):
+                kept.append(request)
+                continue
+            error = pb_utils.TritonError(
+                "[request id: %s] Request was cancelled before it ran" % (request.request_id() or "<id_unknown>"),
+                pb_utils.TritonError.CANCELLED)
+            response = InferenceResponse(error=error)
+            if runtime.decoupled:
+                runtime.send_response(request, response, True)
+                cancelled[index] = None
+            else:
+                cancelled[index] = encode_response(builder, response, request._outputs, request._alias_inputs)
+        return (kept, cancelled) if cancelled else (requests, None)
+
+    @staticmethod
+    def _merge_entries(count, entries, cancelled):
+        """The batch's `count` entries in request order: the executed requests' and the cancelled ones'."""
+        merged, it = [], iter(entries)
+        for index in range(count):
+            merged.append(cancelled[index] if index in cancelled else next(it))
+        return merged
 
     def _exec_error(self, exc):
         return "Failed to process the request(s) for model '%s', message: %s" % (

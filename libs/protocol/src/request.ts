@@ -36,6 +36,63 @@ export interface InferenceRequest {
   timeoutUs: number;
   /** Set by the transport when the client goes away; backends may poll it. */
   signal?: AbortSignal;
+  /**
+   * True once the client has gone away. Unlike `signal`, which a front door may build only when
+   * it is read (a few microseconds), reading it costs nothing: schedulers check it on every
+   * request. Absent on plain request objects; `isCancelled` then reads `signal`.
+   */
+  readonly cancelled?: boolean;
+  /**
+   * Where the compute durations of this request's execution are added as well (Triton's secondary
+   * statistics aggregator): an ensemble sets it on the requests it sends to its steps and reports
+   * their sums as its own compute time.
+   */
+  composingStats?: ComputeDurations;
+}
+
+/** Whether the client of `request` has gone away (see `InferenceRequest.cancelled`). */
+export function isCancelled(request: InferenceRequest): boolean {
+  return request.cancelled ?? request.signal?.aborted ?? false;
+}
+
+/** Time spent in each compute phase, in whole nanoseconds. */
+export interface ComputeDurations {
+  /** Preparing the backend's inputs. */
+  inputNs: number;
+  /** Running the model. */
+  inferNs: number;
+  /** Building the outputs. */
+  outputNs: number;
+}
+
+/**
+ * What executing one request cost, as the instance that executed it reports it (Triton's
+ * TRITONBACKEND_ModelInstanceReportStatistics): its queue time ends at `execStart`, then come the
+ * compute phases. Gaps between phases (waiting for a thread, for the event loop) count in none.
+ */
+export interface ExecutionStats extends ComputeDurations {
+  /** When the instance began working on the request (performance.now() ms of the server process). */
+  execStart: number;
+}
+
+/**
+ * Execution statistics from Triton's four timestamps (performance.now() ms): the instance began
+ * (`execStart`), the inputs were ready and the model started (`computeStart`), the model was done
+ * (`computeEnd`), the outputs were built (`execEnd`). Durations are rounded to whole nanoseconds
+ * here, once, so that the sums stay integers.
+ */
+export function executionStats(execStart: number, computeStart: number, computeEnd: number, execEnd: number): ExecutionStats {
+  return {
+    execStart,
+    inputNs: nanos(computeStart - execStart),
+    inferNs: nanos(computeEnd - computeStart),
+    outputNs: nanos(execEnd - computeEnd),
+  };
+}
+
+/** A duration in milliseconds as whole nanoseconds (never negative). */
+export function nanos(ms: number): number {
+  return ms > 0 ? Math.round(ms * 1e6) : 0;
 }
 
 export interface InferenceResponse {
@@ -54,6 +111,12 @@ export interface InferenceResponse {
 export interface ResponseSink {
   send(response: InferenceResponse | undefined, final: boolean): void;
   fail(error: InferenceError): void;
+  /**
+   * The instance executed the request: what each phase cost. Called at most once per request, before
+   * or after its final response (a decoupled model may answer before its `execute` returns); ignored
+   * for a request that fails. Sinks that wrap another pass it on, also after the final response.
+   */
+  executed?(stats: ExecutionStats): void;
 }
 
 /** One request of a batch handed to a scheduler or a model instance, with where its responses go. */
@@ -62,6 +125,4 @@ export interface ExecutionItem {
   sink: ResponseSink;
   /** When the request entered the server (performance.now() ms), for queue statistics. */
   enqueuedAt?: number;
-  /** When an instance started executing it (performance.now() ms), set by the worker. */
-  startedAt?: number;
 }

@@ -80,6 +80,41 @@ describe('DefaultScheduler', () => {
     expect(log.finals()).toEqual(['a', 'b']);
   });
 
+  it('answers CANCELLED, and never runs, a queued request whose client went away', async () => {
+    const log = new SinkLog();
+    const ex = new FakeExecutor();
+    const s = createScheduler({}, { instanceCount: 1, execute: ex.execute });
+    const gone = [new AbortController(), new AbortController()];
+    s.enqueue(log.item({ id: 'running' }));
+    s.enqueue(log.item({ id: 'left1', signal: gone[0].signal }));
+    s.enqueue(log.item({ id: 'stays' }));
+    s.enqueue(log.item({ id: 'left2', signal: gone[1].signal }));
+    for (const c of gone) c.abort();
+    ex.finish(0);
+    await settle();
+    ex.finish(1);
+    await settle();
+    expect(ex.ids()).toEqual([['running'], ['stays']]);
+    expect(log.errors()).toEqual([
+      { id: 'left1', code: 'CANCELLED', message: '[request id: left1] Request was cancelled before it ran' },
+      { id: 'left2', code: 'CANCELLED', message: '[request id: left2] Request was cancelled before it ran' },
+    ]);
+    expect(log.finals()).toEqual(['running', 'stays']);
+    expect(s.pendingCount + s.inflightCount).toBe(0);
+  });
+
+  it('hands an instance of depth 2 a second request while it runs one, idle instances first', async () => {
+    const log = new SinkLog();
+    const ex = new FakeExecutor();
+    const s = createScheduler({}, { instanceCount: 2, depth: 2, execute: ex.execute });
+    for (const id of ['a', 'b', 'c', 'd', 'e']) s.enqueue(log.item({ id }));
+    expect(ex.batches.map((b) => [b.ids[0], b.instance])).toEqual([['a', 0], ['b', 1], ['c', 0], ['d', 1]]);
+    expect(s.pendingCount).toBe(1);
+    ex.finish(1);
+    await settle();
+    expect(ex.batches[4]).toMatchObject({ ids: ['e'], instance: 1 });
+  });
+
   it('stop() resolves at once when idle', async () => {
     const s = createScheduler({}, { instanceCount: 3, execute: new FakeExecutor().execute });
     await expect(s.stop()).resolves.toBeUndefined();

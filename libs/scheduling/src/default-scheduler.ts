@@ -1,13 +1,14 @@
-import type { ExecutionItem } from '@nereid/protocol';
+import { isCancelled, type ExecutionItem } from '@nereid/protocol';
 import { Deque } from './deque';
 import { InstancePool } from './instance-pool';
-import { stoppingError } from './rejections';
+import { cancelledError, stoppingError } from './rejections';
 import { StopLatch } from './stop-latch';
 import type { Scheduler, SchedulerOptions } from './types';
 
 /**
  * Triton's default scheduler: every request runs alone on a free instance; when all instances are
- * busy, requests wait in one FIFO queue.
+ * busy, requests wait in one FIFO queue. A request whose client has gone away while it waited is
+ * answered CANCELLED instead of being run.
  */
 export class DefaultScheduler implements Scheduler {
   private readonly queue = new Deque<ExecutionItem>();
@@ -16,7 +17,8 @@ export class DefaultScheduler implements Scheduler {
   private pumping = false;
 
   constructor(opts: SchedulerOptions) {
-    this.pool = new InstancePool(opts.instanceCount, opts.execute, () => this.pump());
+    // No queue policy here, so an instance may queue a second request as Triton prefetches.
+    this.pool = new InstancePool(opts.instanceCount, opts.depth ?? 1, opts.execute, () => this.pump());
   }
 
   get pendingCount(): number {
@@ -49,7 +51,9 @@ export class DefaultScheduler implements Scheduler {
     this.pumping = true;
     try {
       while (this.pool.hasFree && this.queue.size > 0) {
-        this.pool.dispatch([this.queue.shift() as ExecutionItem]);
+        const item = this.queue.shift() as ExecutionItem;
+        if (isCancelled(item.request)) item.sink.fail(cancelledError(item.request));
+        else this.pool.dispatch([item]);
       }
     } finally {
       this.pumping = false;

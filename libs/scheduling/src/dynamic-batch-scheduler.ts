@@ -5,7 +5,7 @@ import { systemClock } from './clock';
 import { InstancePool } from './instance-pool';
 import { OrderedDelivery } from './ordered-delivery';
 import { PriorityQueue } from './priority-queue';
-import { queueFullError, stoppingError, timeoutExpiredError } from './rejections';
+import { cancelledError, queueFullError, stoppingError, timeoutExpiredError } from './rejections';
 import { StopLatch } from './stop-latch';
 import type { Clock, Scheduler, SchedulerOptions } from './types';
 
@@ -33,7 +33,8 @@ export class DynamicBatchScheduler implements Scheduler {
     this.rules = batchRulesOf(config);
     this.clock = opts.clock ?? systemClock;
     this.ordering = db.preserve_ordering === true ? new OrderedDelivery() : undefined;
-    this.pool = new InstancePool(opts.instanceCount, opts.execute, () => this.pump());
+    const depth = this.queue.allowsPrefetch ? (opts.depth ?? 1) : 1;
+    this.pool = new InstancePool(opts.instanceCount, depth, opts.execute, () => this.pump());
   }
 
   get pendingCount(): number {
@@ -87,10 +88,16 @@ export class DynamicBatchScheduler implements Scheduler {
     this.latch.check(this.queue.size === 0 && this.pool.inflightCount === 0);
   }
 
-  /** One scheduling pass; returns when the head batch wants to be looked at again (or Infinity). */
+  /**
+   * One scheduling pass; returns when the head batch wants to be looked at again (or Infinity).
+   * Requests whose client went away leave the queue when a batch is about to be formed, as in
+   * Triton: answered CANCELLED, never run.
+   */
   private pass(now: number): number {
     for (const q of this.queue.expire(now)) q.item.sink.fail(timeoutExpiredError());
     while (this.pool.hasFree && this.queue.size > 0) {
+      for (const q of this.queue.removeCancelled()) q.item.sink.fail(cancelledError(q.item.request));
+      if (this.queue.size === 0) break;
       const decision = formBatch(this.queue.inOrder(), this.rules, now, this.latch.stopping);
       if (decision === undefined) break;
       if ('waitUntil' in decision) return decision.waitUntil;

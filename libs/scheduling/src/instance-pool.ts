@@ -3,25 +3,33 @@ import { GuardedSink } from './guarded-sink';
 import type { ExecuteBatch } from './types';
 
 /**
- * The model instances as the scheduler sees them: which are free, and the batches running on the
- * others. A batch whose `execute` rejects fails its unanswered requests; the instance is freed in
- * every case and `onFree` is called so the scheduler can hand out the next batch.
+ * The model instances as the scheduler sees them: how many batches each is running, and which
+ * can take one more. An idle instance is always preferred; with `depth` > 1 a busy instance takes
+ * up to `depth` batches at once (it queues the next batch while it runs one). The scheduler decides
+ * the depth: see `prefetchDepth`.
+ *
+ * A batch whose `execute` rejects fails its unanswered requests; the instance is freed in every
+ * case and `onFree` is called so the scheduler can hand out the next batch.
  */
 export class InstancePool {
-  private readonly free: number[] = [];
+  /** Batches running on each instance. */
+  private readonly load: number[];
+  private readonly depth: number;
   private running = 0;
 
   constructor(
     instanceCount: number,
+    depth: number,
     private readonly execute: ExecuteBatch,
     private readonly onFree: () => void,
   ) {
-    const n = Math.max(1, Math.floor(instanceCount));
-    for (let i = 0; i < n; i++) this.free.push(i);
+    this.load = new Array<number>(Math.max(1, Math.floor(instanceCount))).fill(0);
+    this.depth = Math.max(1, Math.floor(depth));
   }
 
+  /** Whether `dispatch` may be called now. */
   get hasFree(): boolean {
-    return this.free.length > 0;
+    return this.pick() !== -1;
   }
 
   /** Requests in batches that have not finished. */
@@ -29,11 +37,12 @@ export class InstancePool {
     return this.running;
   }
 
-  /** Runs `items` on the next free instance. Callers check `hasFree` first. */
+  /** Runs `items` on the least busy instance that may take them. Callers check `hasFree` first. */
   dispatch(items: ExecutionItem[]): void {
-    const instance = this.free.shift();
-    if (instance === undefined) throw new Error('InstancePool.dispatch called with no free instance');
+    const instance = this.pick();
+    if (instance === -1) throw new Error('InstancePool.dispatch called with no free instance');
     const guarded = items.map((item) => ({ ...item, sink: new GuardedSink(item.sink) }));
+    this.load[instance]++;
     this.running += guarded.length;
     // A promise chain rather than an async function: one promise and one microtask fewer per batch.
     let run: Promise<void>;
@@ -52,9 +61,20 @@ export class InstancePool {
     );
   }
 
+  /** An idle instance, else (depth > 1) the least busy one with room; -1 when none may take a batch. */
+  private pick(): number {
+    let best = -1;
+    for (let i = 0; i < this.load.length; i++) {
+      const n = this.load[i];
+      if (n === 0) return i;
+      if (n < this.depth && (best === -1 || n < this.load[best])) best = i;
+    }
+    return best;
+  }
+
   private release(instance: number, count: number): void {
     this.running -= count;
-    this.free.push(instance);
+    this.load[instance]--;
     this.onFree();
   }
 }

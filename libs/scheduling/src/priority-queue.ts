@@ -1,5 +1,5 @@
 import type { ModelDynamicBatching, ModelQueuePolicy } from '@nereid/model-config';
-import type { ExecutionItem } from '@nereid/protocol';
+import { isCancelled, type ExecutionItem } from '@nereid/protocol';
 import { Deque } from './deque';
 
 /** A queued request with the times the scheduler needs. */
@@ -45,6 +45,8 @@ function toPolicy(p: ModelQueuePolicy | undefined): LevelPolicy {
 export class PriorityQueue {
   private readonly levels: Level[];
   private readonly defaultLevel: number;
+  /** `priority_levels` > 0 (even 1): Triton then never prefetches. */
+  private readonly prioritized: boolean;
   private total = 0;
   /** A lower bound of the earliest deadline in the queue (may be stale-low after removals). */
   private earliestDeadline = Infinity;
@@ -57,12 +59,24 @@ export class PriorityQueue {
       const policy = toPolicy(count > 0 ? (policies[String(p)] ?? config.default_queue_policy) : config.default_queue_policy);
       this.levels.push({ policy, queue: new Deque(), delayed: new Deque() });
     }
+    this.prioritized = count > 0;
     const dflt = Number(config.default_priority_level ?? 0);
     this.defaultLevel = count > 0 && dflt >= 1 && dflt <= count ? dflt - 1 : this.levels.length - 1;
   }
 
   get size(): number {
     return this.total;
+  }
+
+  /**
+   * Whether requests may leave this queue before an instance is free to run them (Triton's
+   * `SupportPrefetching`): only with a single level whose policy has no timeout, no timeout
+   * override and no size limit. Otherwise a request handed over early would escape the policy.
+   */
+  get allowsPrefetch(): boolean {
+    if (this.levels.length !== 1 || this.prioritized) return false;
+    const p = this.levels[0].policy;
+    return p.defaultTimeoutUs === 0 && !p.allowOverride && p.maxQueueSize === 0;
   }
 
   /** Level index for a request priority: 0 or beyond the configured levels → the default level. */
@@ -105,6 +119,19 @@ export class PriorityQueue {
     return out;
   }
 
+  /** Removes and returns the requests whose client has gone away. */
+  removeCancelled(): QueuedItem[] {
+    let removed: QueuedItem[] | undefined;
+    for (const level of this.levels) {
+      // Scanned first: nearly always nothing is cancelled, and removing rebuilds the queue.
+      if (anyCancelled(level.queue)) (removed ??= []).push(...level.queue.removeIf(cancelledItem));
+      if (anyCancelled(level.delayed)) (removed ??= []).push(...level.delayed.removeIf(cancelledItem));
+    }
+    if (removed === undefined) return [];
+    this.total -= removed.length;
+    return removed;
+  }
+
   /** When the next timeout may expire (Infinity when none). */
   get nextDeadline(): number {
     return this.earliestDeadline;
@@ -138,6 +165,15 @@ export class PriorityQueue {
     }
     return min;
   }
+}
+
+function cancelledItem(q: QueuedItem): boolean {
+  return isCancelled(q.item.request);
+}
+
+function anyCancelled(queue: Deque<QueuedItem>): boolean {
+  for (const q of queue) if (isCancelled(q.item.request)) return true;
+  return false;
 }
 
 /** The queue timeout of a request: the policy default, shortened by the request's own when allowed. */

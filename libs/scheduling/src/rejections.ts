@@ -18,3 +18,8 @@ export function stoppingError(request: InferenceRequest): InferenceError {
     `${requestPrefix(request)}Server is stopping: model '${request.modelName}' is not accepting new requests`,
   );
 }
+
+/** A queued request whose client went away: removed before it ran (Triton: status CANCELLED). */
+export function cancelledError(request: InferenceRequest): InferenceError {
+  return new InferenceError('CANCELLED', `${requestPrefix(request)}Request was cancelled before it ran`);
+}

@@ -10,6 +10,8 @@ export interface RequestSpec {
   inputs?: Record<string, number[]>;
   priority?: number;
   timeoutUs?: number;
+  /** The client's abort signal (abort it to cancel the request). */
+  signal?: AbortSignal;
 }
 
 export function request(spec: RequestSpec): InferenceRequest {
@@ -30,6 +32,7 @@ export function request(spec: RequestSpec): InferenceRequest {
     sequenceEnd: false,
     priority: spec.priority ?? 0,
     timeoutUs: spec.timeoutUs ?? 0,
+    signal: spec.signal,
   };
 }
 

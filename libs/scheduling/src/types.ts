@@ -13,7 +13,7 @@ export type ExecuteBatch = (instance: number, items: ExecutionItem[]) => Promise
 
 /** Triton's scheduler contract: requests go in, batches go to instances. */
 export interface Scheduler {
-  /** Queues a request; rejections (queue full, timeout, stopping) go to `item.sink.fail`. */
+  /** Queues a request; rejections (queue full, timeout, cancelled, stopping) go to `item.sink.fail`. */
   enqueue(item: ExecutionItem): void;
   /** Requests queued and not yet handed to an instance. */
   readonly pendingCount: number;
@@ -24,8 +24,15 @@ export interface Scheduler {
 }
 
 export interface SchedulerOptions {
-  /** Number of model instances; batches run on 0..instanceCount-1, at most one batch per instance. */
+  /** Number of model instances; batches run on 0..instanceCount-1. */
   instanceCount: number;
+  /**
+   * Batches one instance accepts at once (default 1). An instance that queues the next batch while
+   * it runs one takes more; the scheduler hands it a second batch only where Triton would prefetch
+   * (see `prefetchDepth`): a request handed over early no longer waits where its queue timeout,
+   * priority and cancellation apply.
+   */
+  depth?: number;
   execute: ExecuteBatch;
   /** Default: `systemClock` (performance.now + setTimeout). */
   clock?: Clock;

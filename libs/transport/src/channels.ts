@@ -1,6 +1,6 @@
 import type { AutoCompleteContext, InferFn } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
-import type { ExecutionItem } from '@nereid/protocol';
+import type { ComputeDurations, ExecutionItem } from '@nereid/protocol';
 
 /** Identifies one loaded model version in the cluster: `<name>/<version>/<generation>`. */
 export type ModelKey = string;
@@ -14,20 +14,32 @@ export interface WorkerLoadSpec {
   version: number;
 }
 
-/** What one executed batch cost, reported by the worker for statistics. */
+/** One model execution, reported by the worker for statistics (Triton's batch statistics). */
 export interface BatchReport {
   key: ModelKey;
+  /** Inferences in the execution: the sum of its requests' batch sizes. */
   batchSize: number;
   requestCount: number;
-  /** Wall time of the execution in nanoseconds. */
-  computeNs: number;
+  /** What each compute phase of the execution took, in whole nanoseconds. */
+  compute: ComputeDurations;
+}
+
+/** What a loaded model offers its scheduler. */
+export interface WorkerCapacity {
+  /** Instances that take requests: batches go to instance 0..instances-1. */
+  instances: number;
+  /**
+   * Batches one instance accepts at once (at least 1): an instance that queues the next batch
+   * while it runs one takes more. The scheduler decides whether to use that (see SchedulerOptions).
+   */
+  depth: number;
 }
 
 /** The scheduler's (and control plane's) view of the workers. */
 export interface WorkerChannel {
   autoComplete(backend: string, ctx: AutoCompleteContext): Promise<ModelConfig>;
-  /** Loads every instance; resolves with the number of instances that take requests. */
-  load(spec: WorkerLoadSpec): Promise<number>;
+  /** Loads every instance; resolves with what the scheduler may hand them. */
+  load(spec: WorkerLoadSpec): Promise<WorkerCapacity>;
   /** Runs a batch on one instance; resolves when that instance is free again. */
   execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void>;
   unload(key: ModelKey): Promise<void>;
@@ -35,7 +47,7 @@ export interface WorkerChannel {
 
 /** The gateway's (and control plane's) view of the schedulers. */
 export interface SchedulerChannel {
-  open(key: ModelKey, config: ModelConfig, instanceCount: number): void;
+  open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity): void;
   enqueue(key: ModelKey, item: ExecutionItem): void;
   /** Stops taking requests for the key and waits for queued and running ones. */
   close(key: ModelKey): Promise<void>;

@@ -7,18 +7,22 @@ import { setAbortSource, type InferenceRequest } from '@nereid/protocol';
  */
 export class LazyAbort {
   private controller?: AbortController;
-  private aborted = false;
+  private wasAborted = false;
+
+  get aborted(): boolean {
+    return this.wasAborted;
+  }
 
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.aborted) this.controller.abort();
+      if (this.wasAborted) this.controller.abort();
     }
     return this.controller.signal;
   }
 
   abort(): void {
-    this.aborted = true;
+    this.wasAborted = true;
     this.controller?.abort();
   }
 
