@@ -1,14 +1,6 @@
 import type { ModelConfig, ModelInput } from '@nereid/model-config';
-import { InferenceError, type InferenceRequest } from '@nereid/protocol';
+import { CoreRequestErrors as Errors, ModelIoErrors, type InferenceError, type InferenceRequest } from '@nereid/protocol';
 import { fromConfigType } from '@nereid/tensor';
-
-function fmtShape(shape: readonly number[]): string {
-  return `[${shape.join(',')}]`;
-}
-
-function prefix(request: InferenceRequest): string {
-  return `[request id: ${request.id || '<id_unknown>'}] `;
-}
 
 /** Indexes of a config's inputs and outputs, built once per loaded model. */
 export interface ModelIo {
@@ -31,97 +23,93 @@ export function modelIo(config: ModelConfig): ModelIo {
   return { inputs, outputs, serverInputs, required };
 }
 
-function dimsMatch(expected: readonly number[], got: readonly number[]): boolean {
-  if (expected.length !== got.length) return false;
+/** `got` from index `from` on against the config's dims (-1 matches any size). */
+function dimsMatch(expected: readonly number[], got: readonly number[], from: number): boolean {
+  if (expected.length !== got.length - from) return false;
   for (let i = 0; i < expected.length; i++) {
-    if (expected[i] !== -1 && expected[i] !== got[i]) return false;
+    if (expected[i] !== -1 && expected[i] !== got[i + from]) return false;
   }
   return true;
 }
 
+/** Duplicate input or requested-output names (Triton refuses them as they are added). */
+function checkDuplicates(request: InferenceRequest): void {
+  const inputs = request.inputs;
+  // Requests usually carry a handful of inputs: a scan costs less than a Set per request.
+  const seen = inputs.length > 16 ? new Set<string>() : undefined;
+  for (let k = 0; k < inputs.length; k++) {
+    const name = inputs[k].name;
+    if (seen ? seen.has(name) : inputs.findIndex((u) => u.name === name) < k) {
+      throw Errors.inputAlreadyExists(request.id, name);
+    }
+    seen?.add(name);
+  }
+  const outputs = request.outputs;
+  if (!outputs || outputs.length < 2) return;
+  const names = new Set<string>();
+  for (const o of outputs) {
+    if (names.has(o.name)) throw Errors.outputAlreadyExists(request.id, o.name);
+    names.add(o.name);
+  }
+}
+
+/** Too many inputs, or a required one missing: Triton's count message, whichever the cause. */
+function countError(request: InferenceRequest, io: ModelIo, model: string): InferenceError {
+  const got = request.inputs.map((t) => t.name);
+  const missing = io.required.filter((n) => !got.includes(n));
+  return Errors.inputCount(request.id, model, io.inputs.size, io.required.length, got, missing);
+}
+
 /**
- * Checks a request against the model's config: input names, duplicates, required inputs,
- * datatypes, shapes and batch size, requested outputs. Element counts vs shapes were checked when
- * the tensors were decoded. Throws INVALID_ARG with Triton's wording.
+ * Checks a request against the model's config in Triton's order (`InferenceRequest::Normalize`):
+ * duplicate names, requested outputs, the number of inputs, each input's name and batch
+ * dimension, the batch size, then each input's datatype and shape. Element counts vs shapes were
+ * checked when the tensors were decoded. Throws INVALID_ARG with Triton's words.
  */
 export function validateRequest(request: InferenceRequest, config: ModelConfig, io: ModelIo): void {
   const model = config.name ?? request.modelName;
   const maxBatch = config.max_batch_size ?? 0;
   const inputs = request.inputs;
+  checkDuplicates(request);
+  if (request.outputs) {
+    for (const o of request.outputs) {
+      if (!io.outputs.has(o.name)) throw ModelIoErrors.unexpectedOutput(o.name, model);
+    }
+  }
+  if (inputs.length > io.inputs.size || inputs.length < io.required.length) {
+    throw countError(request, io, model);
+  }
   let batchSize = -1;
   let requiredSeen = 0;
-  // Requests usually carry a handful of inputs: a scan costs less than a Set per request.
-  const seen = inputs.length > 16 ? new Set<string>() : undefined;
   for (let k = 0; k < inputs.length; k++) {
     const t = inputs[k];
-    if (seen ? seen.has(t.name) : inputs.findIndex((u) => u.name === t.name) < k) {
-      throw InferenceError.invalidArg(`${prefix(request)}input '${t.name}' already exists in request`);
-    }
-    seen?.add(t.name);
     const spec = io.inputs.get(t.name);
-    if (!spec) {
-      throw InferenceError.invalidArg(`${prefix(request)}unexpected inference input '${t.name}' for model '${model}'`);
-    }
+    if (!spec) throw ModelIoErrors.unexpectedInput(t.name, model);
     if (!spec.optional) requiredSeen++;
-    const want = fromConfigType(spec.data_type ?? '');
-    if (want !== t.datatype) {
-      throw InferenceError.invalidArg(
-        `${prefix(request)}inference input '${t.name}' data-type is '${t.datatype}', but model '${model}' expects '${want ?? spec.data_type}'`,
-      );
-    }
-    const dims = spec.dims ?? [];
     if (maxBatch > 0) {
-      if (t.shape.length === 0) {
-        throw InferenceError.invalidArg(
-          `${prefix(request)}unexpected shape for input '${t.name}' for model '${model}'. Expected ${fmtShape([-1, ...dims])}, got ${fmtShape(t.shape)}`,
-        );
-      }
+      if (t.shape.length === 0) throw Errors.noShapeForBatch(request.id, t.name, model);
       const b = t.shape[0];
       if (batchSize === -1) batchSize = b;
-      else if (b !== batchSize) {
-        throw InferenceError.invalidArg(
-          `${prefix(request)}input '${t.name}' batch size does not match other inputs for '${model}'`,
-        );
-      }
-      if (!dimsMatch(dims, t.shape.slice(1))) {
-        throw InferenceError.invalidArg(
-          `${prefix(request)}unexpected shape for input '${t.name}' for model '${model}'. Expected ${fmtShape([-1, ...dims])}, got ${fmtShape(t.shape)}`,
-        );
-      }
-    } else if (!dimsMatch(dims, t.shape)) {
-      throw InferenceError.invalidArg(
-        `${prefix(request)}unexpected shape for input '${t.name}' for model '${model}'. Expected ${fmtShape(dims)}, got ${fmtShape(t.shape)}`,
-      );
+      else if (b !== batchSize) throw Errors.batchSizeMismatch(request.id, t.name, model);
     }
   }
-  if (requiredSeen < io.required.length) {
-    const missing = io.required.filter((n) => !inputs.some((t) => t.name === n));
-    throw InferenceError.invalidArg(
-      `${prefix(request)}expected ${io.required.length} inputs but got ${request.inputs.length} inputs for model '${model}'. ` +
-        `Got input(s) [${request.inputs.map((t) => `'${t.name}'`).join(', ')}], but missing required input(s) ` +
-        `[${missing.map((n) => `'${n}'`).join(', ')}]. Please provide all required input(s).`,
-    );
-  }
+  // Triton checks the count only; a required input left out for an optional one is caught here.
+  if (requiredSeen < io.required.length) throw countError(request, io, model);
   if (maxBatch > 0 && batchSize !== -1) {
-    if (batchSize > maxBatch) {
-      throw InferenceError.invalidArg(
-        `${prefix(request)}inference request batch-size must be <= ${maxBatch} for '${model}'`,
-      );
-    }
-    if (batchSize < 1 && request.inputs.length > 0) {
-      throw InferenceError.invalidArg(`${prefix(request)}inference request batch-size must be >= 1 for '${model}'`);
-    }
+    if (batchSize > maxBatch) throw Errors.batchSizeTooLarge(request.id, maxBatch, model);
+    if (batchSize < 1) throw Errors.batchSizeTooSmall(request.id, model);
   }
-  if (request.outputs) {
-    const names = new Set<string>();
-    for (const o of request.outputs) {
-      if (!io.outputs.has(o.name)) {
-        throw InferenceError.invalidArg(`${prefix(request)}unexpected inference output '${o.name}' for model '${model}'`);
-      }
-      if (names.has(o.name)) {
-        throw InferenceError.invalidArg(`${prefix(request)}output '${o.name}' already requested`);
-      }
-      names.add(o.name);
+  for (let k = 0; k < inputs.length; k++) {
+    const t = inputs[k];
+    const spec = io.inputs.get(t.name) as ModelInput;
+    const want = fromConfigType(spec.data_type ?? '');
+    if (want !== t.datatype) {
+      throw Errors.datatypeMismatch(request.id, t.name, t.datatype, model, want ?? spec.data_type ?? '');
+    }
+    const dims = spec.dims ?? [];
+    if (!dimsMatch(dims, t.shape, maxBatch > 0 ? 1 : 0)) {
+      const expected = maxBatch > 0 ? [-1, ...dims] : dims;
+      throw Errors.unexpectedShape(request.id, t.name, model, expected, t.shape, maxBatch > 0);
     }
   }
 }

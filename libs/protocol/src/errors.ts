@@ -1,3 +1,5 @@
+import { capMessage } from './echo';
+
 /** Triton's transport-neutral error codes. */
 export type ErrorCode =
   | 'INVALID_ARG'
@@ -10,13 +12,17 @@ export type ErrorCode =
   | 'DEADLINE_EXCEEDED'
   | 'UNKNOWN';
 
-/** The one error type of Nereid: a code and a message a person can act on. */
+/**
+ * The one error type of Nereid: a code and a message a person can act on. The message is capped
+ * here (`capMessage`), so no error, whatever client text it repeats, can outgrow what HTTP and gRPC
+ * answers carry.
+ */
 export class InferenceError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
   ) {
-    super(message);
+    super(capMessage(message));
     this.name = 'InferenceError';
   }
 

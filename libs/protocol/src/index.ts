@@ -1,5 +1,7 @@
 export * from './errors';
 export * from './parameters';
 export * from './request';
+export * from './echo';
+export * from './request-errors';
 export * from './own-keys';
 export * from './control-chars';

@@ -1,4 +1,4 @@
-import { InferenceError } from './errors';
+import { HttpRequestErrors, JsonAccess } from './request-errors';
 import type { InferenceRequest, ParameterValue, Parameters } from './request';
 
 /** Request parameter keys with a meaning of their own (not passed to the model as custom parameters). */
@@ -12,27 +12,25 @@ export const RESERVED_PARAMETERS = new Set([
   'binary_data_output',
 ]);
 
+// Type errors in Triton's HTTP words (gRPC checks the InferParameter member before, in its own words).
+
 function asBool(key: string, v: ParameterValue): boolean {
-  if (typeof v !== 'boolean') throw InferenceError.invalidArg(`parameter '${key}' must be a boolean`);
+  if (typeof v !== 'boolean') throw HttpRequestErrors.unableToParse(key, JsonAccess.boolean);
   return v;
 }
 
 function asUint(key: string, v: ParameterValue): number {
   const n = typeof v === 'bigint' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
-    throw InferenceError.invalidArg(`parameter '${key}' must be an unsigned integer`);
-  }
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw HttpRequestErrors.unableToParse(key, JsonAccess.unsigned);
   return n;
 }
 
+/** An unsigned integer, else a string (Triton tries both and reports the string attempt). */
 function asCorrelationId(v: ParameterValue): bigint | string {
   if (typeof v === 'string') return v;
-  if (typeof v === 'bigint') {
-    if (v < 0n) throw InferenceError.invalidArg(`parameter 'sequence_id' must be an unsigned integer or a string`);
-    return v;
-  }
+  if (typeof v === 'bigint' && v >= 0n) return v;
   if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return BigInt(v);
-  throw InferenceError.invalidArg(`parameter 'sequence_id' must be an unsigned integer or a string`);
+  throw HttpRequestErrors.unableToParse('sequence_id', JsonAccess.string);
 }
 
 /**
@@ -49,11 +47,7 @@ export function applyRequestParameters(
   const custom: Parameters = {};
   for (const key of Object.keys(params)) {
     const v = params[key];
-    if (key.startsWith('triton_')) {
-      throw InferenceError.invalidArg(
-        `parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`,
-      );
-    }
+    if (key.startsWith('triton_')) throw HttpRequestErrors.reservedParameter();
     switch (key) {
       case 'sequence_id':
         request.sequenceId = asCorrelationId(v);

@@ -4,3 +4,4 @@
  * import cycle (madge counts type-only imports). errors.ts imports nothing, so this stays acyclic.
  */
 export { InferenceError } from '../../protocol/src/errors';
+export { HttpRequestErrors } from '../../protocol/src/request-errors';

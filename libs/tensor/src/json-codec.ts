@@ -1,12 +1,12 @@
 import { isUtf8 } from 'node:buffer';
-import { InferenceError } from './errors';
+import { HttpRequestErrors, InferenceError } from './errors';
 import type { DataType } from './datatype';
 import { fp16BitsToFloat32, bf16BitsToFloat32 } from './float16';
 import { JsonNumber } from './json-text';
 import { elementCount, type Tensor, type TensorData } from './tensor';
 import { isBytesData } from './typed';
 
-/** Deepest nesting of `data` arrays accepted (Triton's JSON parser limit). */
+/** Triton's JSON nesting limit: `data` and the arrays in it may nest one level less than this. */
 export const MAX_JSON_DATA_DEPTH = 100;
 
 const utf8Encoder = new TextEncoder();
@@ -77,10 +77,9 @@ export function decodeJsonData(
   return decodeFlat(t, flat);
 }
 
+/** `depth`: 1 for `data` itself. Triton counts `data` as depth 0 and refuses values at depth 100. */
 function flatten(t: Target, data: readonly unknown[], depth: number, out: unknown[]): void {
-  if (depth > MAX_JSON_DATA_DEPTH) {
-    throw InferenceError.invalidArg(`${parseError(t)}: arrays nested deeper than ${MAX_JSON_DATA_DEPTH} levels`);
-  }
+  if (depth >= MAX_JSON_DATA_DEPTH && data.length > 0) throw HttpRequestErrors.dataNestingDepth(MAX_JSON_DATA_DEPTH);
   for (const v of data) {
     if (Array.isArray(v)) flatten(t, v, depth + 1, out);
     else out.push(v);

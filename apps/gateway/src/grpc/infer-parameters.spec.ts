@@ -62,7 +62,7 @@ describe('decodeRequestParameters', () => {
 
   it('rejects uint64 custom parameters', () => {
     expect(() => decodeRequestParameters({ u: { uint64_param: '1', parameter_choice: 'uint64_param' } })).toThrow(
-      invalid("invalid value type for 'u' parameter, expected bool_param, int64_param, string_param or double_param."),
+      invalid("invalid value type for 'u' parameter, expected int64_param, bool_param, or string_param."),
     );
   });
 });

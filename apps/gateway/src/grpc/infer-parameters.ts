@@ -1,4 +1,5 @@
 import { InferenceError, type ParameterValue, type Parameters } from '@nereid/protocol';
+import { GrpcRequestErrors } from '@nereid/protocol';
 import type { WireInferParameter, WireLong, WireParameters } from './wire-types';
 
 type Choice = NonNullable<WireInferParameter['parameter_choice']>;
@@ -25,7 +26,7 @@ const RESERVED_CHOICES: Readonly<Record<string, readonly Choice[]>> = {
 };
 
 function wrongType(key: string, expected: string): InferenceError {
-  return InferenceError.invalidArg(`invalid value type for '${key}' parameter, expected ${expected}.`);
+  return GrpcRequestErrors.parameterType(key, expected);
 }
 
 /** int64/uint64 wire value → number when it fits exactly, else bigint. */
@@ -50,7 +51,7 @@ export function customValue(key: string, p: WireInferParameter): ParameterValue 
     case 'double_param':
       return p.double_param ?? 0;
     case 'uint64_param':
-      throw wrongType(key, 'bool_param, int64_param, string_param or double_param');
+      throw GrpcRequestErrors.customParameterType(key);
     default: {
       const never: never = p.parameter_choice;
       return never;
@@ -62,6 +63,7 @@ export function customValue(key: string, p: WireInferParameter): ParameterValue 
 function reservedValue(key: string, p: WireInferParameter, allowed: readonly Choice[]): ParameterValue {
   const choice = p.parameter_choice;
   if (choice === undefined || !allowed.includes(choice)) throw wrongType(key, allowed.join(' or '));
+  if (key === 'priority' && choice === 'int64_param' && BigInt(p.int64_param ?? 0) < 0n) throw GrpcRequestErrors.priorityValue();
   if (key === 'sequence_id' && choice === 'int64_param') {
     // Triton keeps correlation ids as uint64: a negative int64 is its two's-complement value.
     return BigInt.asUintN(64, BigInt(p.int64_param ?? 0));
@@ -82,6 +84,8 @@ export function decodeRequestParameters(params: WireParameters): DecodedParamete
     const allowed = RESERVED_CHOICES[key];
     if (key === 'triton_enable_empty_final_response') {
       enableEmptyFinalResponse = reservedValue(key, p, allowed) === true;
+    } else if (key.startsWith('triton_')) {
+      throw GrpcRequestErrors.reservedParameter();
     } else if (allowed) {
       values[key] = reservedValue(key, p, allowed);
     } else {

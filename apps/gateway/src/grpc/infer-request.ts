@@ -1,6 +1,7 @@
 import {
   applyRequestParameters,
-  InferenceError,
+  CoreRequestErrors,
+  GrpcRequestErrors as Errors,
   newInferenceRequest,
   type InferenceRequest,
   type Parameters,
@@ -32,33 +33,25 @@ export interface DecodedInferRequest {
   enableEmptyFinalResponse: boolean;
 }
 
-function decodeShape(shape: readonly WireLong[], name: string, model: string): number[] {
+/** Shape of an input; a negative dimension (-1: "any") cannot describe data that was sent. */
+function decodeShape(shape: readonly WireLong[], name: string, msg: WireModelInferRequest): number[] {
   const out = new Array<number>(shape.length);
   for (let i = 0; i < shape.length; i++) {
     const d = Number(shape[i]);
-    if (!Number.isSafeInteger(d) || d < 0) {
-      throw InferenceError.invalidArg(
-        `unexpected shape for input '${name}' for model '${model}'. Dimensions must be non-negative, got [${shape.join(',')}]`,
-      );
-    }
+    if (!Number.isSafeInteger(d) || d < 0) throw CoreRequestErrors.unspecifiedDims(msg.id, name, msg.model_name, shape);
     out[i] = d;
   }
   return out;
 }
 
-function decodeDatatype(datatype: string, name: string, model: string): DataType {
+function decodeDatatype(datatype: string, name: string): DataType {
   if (isDataType(datatype)) return datatype;
-  throw InferenceError.invalidArg(
-    `invalid datatype '${datatype}' for input '${name}' for model '${model}'`,
-  );
+  throw Errors.invalidDatatype(name);
 }
 
-function hasContents(c: WireTensorContents | null): c is WireTensorContents {
-  if (!c) return false;
-  for (const v of Object.values(c)) {
-    if (Array.isArray(v) && v.length > 0) return true;
-  }
-  return false;
+/** Whether the input carries a `contents` message (set, even if empty: protobuf's has_contents). */
+function hasContents(c: WireTensorContents | null | undefined): c is WireTensorContents {
+  return c !== null && c !== undefined;
 }
 
 /**
@@ -69,48 +62,39 @@ function plainBytes(b: Buffer): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
 
-function decodeInput(input: WireInferInputTensor, raw: Buffer | undefined, model: string): Tensor {
-  const { name } = input;
-  const datatype = decodeDatatype(input.datatype, name, model);
-  const shape = decodeShape(input.shape, name, model);
-  let data: TensorData;
-  if (raw !== undefined) {
-    if (hasContents(input.contents)) {
-      throw InferenceError.invalidArg(
-        `contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`,
-      );
-    }
-    data = tensorDataFromBytes(datatype, shape, plainBytes(raw), name, model);
-  } else {
-    data = tensorDataFromContents(datatype, shape, input.contents ?? {}, name, model);
-  }
-  return { name, datatype, shape, data };
-}
-
+/**
+ * The inputs with their data, in Triton's way and order: with any raw_input_contents, no input may
+ * carry typed contents; an input without contents takes the next raw entry.
+ */
 function decodeInputs(msg: WireModelInferRequest): Tensor[] {
   const raw = msg.raw_input_contents;
   const model = msg.model_name;
-  if (raw.length > 0 && raw.length !== msg.inputs.length) {
-    throw InferenceError.invalidArg(
-      `expected ${msg.inputs.length} raw_input_contents entries (one per input) for model '${model}', got ${raw.length}`,
-    );
-  }
-  const useRaw = raw.length > 0;
-  return msg.inputs.map((input, i) => decodeInput(input, useRaw ? raw[i] : undefined, model));
+  let next = 0;
+  const tensors = msg.inputs.map((input): Tensor => {
+    const { name } = input;
+    const datatype = decodeDatatype(input.datatype, name);
+    const shape = decodeShape(input.shape, name, msg);
+    let data: TensorData;
+    if (hasContents(input.contents)) {
+      if (raw.length > 0) throw Errors.contentsWithRaw(name, model);
+      data = tensorDataFromContents(datatype, shape, input.contents, name, model);
+    } else if (next < raw.length) {
+      data = tensorDataFromBytes(datatype, shape, plainBytes(raw[next++]), name, model);
+    } else {
+      throw Errors.missingInputData(name, model);
+    }
+    return { name, datatype, shape, data };
+  });
+  if (next < raw.length) throw Errors.extraRawContents(next, raw.length, model);
+  return tensors;
 }
 
-function classificationOf(name: string, params: WireParameters): number | undefined {
+function classificationOf(params: WireParameters): number | undefined {
   const p = params.classification;
   if (p === undefined) return undefined;
-  if (p.parameter_choice !== 'int64_param') {
-    throw InferenceError.invalidArg(`invalid value type for 'classification' parameter, expected int64_param.`);
-  }
+  if (p.parameter_choice !== 'int64_param') throw Errors.classificationType();
   const n = Number(longValue(p.int64_param));
-  if (n <= 0) {
-    throw InferenceError.invalidArg(
-      `invalid value for 'classification' parameter of output '${name}', expected a value > 0, got ${n}`,
-    );
-  }
+  if (n <= 0) throw Errors.classificationValue();
   return n;
 }
 
@@ -128,7 +112,7 @@ function outputParameters(params: WireParameters): Parameters | undefined {
 
 function decodeOutput(o: WireRequestedOutput): RequestedOutput {
   const out: RequestedOutput = { name: o.name };
-  const classification = classificationOf(o.name, o.parameters);
+  const classification = classificationOf(o.parameters);
   if (classification !== undefined) out.classification = classification;
   const parameters = outputParameters(o.parameters);
   if (parameters) out.parameters = parameters;

@@ -1,6 +1,6 @@
 import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
-import { InferenceError } from '@nereid/protocol';
+import { HttpRequestErrors, InferenceError } from '@nereid/protocol';
 
 const inflate = promisify(zlib.inflate);
 const gunzip = promisify(zlib.gunzip);
@@ -28,7 +28,7 @@ export async function decodeBody(body: Buffer, encoding: string | undefined, max
   } catch (e) {
     const msg = (e as Error).message;
     if (/exceeds|maxOutputLength|Cannot create a Buffer/i.test(msg)) {
-      throw InferenceError.invalidArg(`Decompressed request size exceeds the maximum allowed value of ${maxSize} bytes. Use --http-max-input-size to increase the limit.`);
+      throw HttpRequestErrors.decompressedTooLarge(maxSize);
     }
     throw InferenceError.invalidArg(`failed to decompress the request body (${enc}): ${msg}`);
   }

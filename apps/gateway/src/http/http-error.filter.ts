@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, HttpException, type ExceptionFilter } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { httpStatusOf, InferenceError } from '@nereid/protocol';
+import { capMessage, httpStatusOf, InferenceError } from '@nereid/protocol';
 import { isWrongMethod } from './routes';
 
 /** Turns any error into Triton's `{"error": "..."}` body with Triton's status. */
@@ -21,7 +21,13 @@ export class HttpErrorFilter implements ExceptionFilter {
   }
 }
 
+/** Status and message of any error as an HTTP answer; the message capped as InferenceError's are. */
 export function describe(exception: unknown): { status: number; message: string } {
+  const { status, message } = describeUncapped(exception);
+  return { status, message: capMessage(message) };
+}
+
+function describeUncapped(exception: unknown): { status: number; message: string } {
   if (exception instanceof InferenceError) return { status: httpStatusOf(exception.code), message: exception.message };
   if (exception instanceof HttpException) {
     const status = exception.getStatus();

@@ -1,6 +1,9 @@
 import {
   applyRequestParameters,
+  CoreRequestErrors,
+  HttpRequestErrors as Errors,
   InferenceError,
+  JsonAccess,
   newInferenceRequest,
   type InferenceRequest,
   type InferenceResponse,
@@ -18,10 +21,6 @@ import {
 } from '@nereid/tensor';
 import { checkInferStructure } from './infer-dto';
 
-const ONE_SOURCE =
-  "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
-  "'shared_memory_region' in 'parameters'.";
-
 /** How the response should carry each output. */
 export interface OutputForm {
   defaultBinary: boolean;
@@ -34,7 +33,7 @@ export interface DecodedInfer {
   form: OutputForm;
 }
 
-/** A raw-binary request (header length 0) needs the model's single input. */
+/** An input of the model, as metadata reports it: a raw-binary request (header length 0) needs the model's single one. */
 export interface RawInputInfo {
   name: string;
   datatype: string;
@@ -45,7 +44,7 @@ export interface RawInputInfo {
 function paramValue(key: string, v: unknown): ParameterValue {
   if (typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number' && Number.isFinite(v)) return v;
-  throw InferenceError.invalidArg(`parameter '${key}' has an invalid type: expected a string, a number or a boolean`);
+  throw Errors.parameterType(key);
 }
 
 function parseParams(raw: Record<string, unknown> | undefined): Record<string, ParameterValue> | undefined {
@@ -59,14 +58,13 @@ function parseParams(raw: Record<string, unknown> | undefined): Record<string, P
   return out;
 }
 
+/** `Inference-Header-Content-Length`: an int32 within the body (Triton's three checks and words). */
 function parseHeaderLength(value: string | undefined, bodyLength: number): number | undefined {
   if (value === undefined) return undefined;
-  const n = /^\s*-?[0-9]+\s*$/.test(value) ? Number(value) : NaN;
-  if (!Number.isInteger(n) || n < 0 || n > 2147483647 || n > bodyLength) {
-    throw InferenceError.invalidArg(
-      `Unable to parse 'Inference-Header-Content-Length': expected an integer between 0 and the body size (${bodyLength}), got '${value}'`,
-    );
-  }
+  if (!/^\s*[-+]?[0-9]+\s*$/.test(value)) throw Errors.headerLengthNotInteger(value);
+  const n = Number(value);
+  if (n < -2147483648 || n > 2147483647) throw Errors.headerLengthOutOfRange(value);
+  if (n < 0 || n > bodyLength) throw Errors.headerLengthBeyondBody(value, bodyLength);
   return n;
 }
 
@@ -74,22 +72,21 @@ function parseJson(text: Buffer): unknown {
   try {
     return JSON.parse(text.toString('utf8'));
   } catch (e) {
-    throw InferenceError.invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+    throw Errors.jsonParse((e as Error).message);
   }
 }
 
 /** Raw binary request: the whole body is the data of the model's only input. */
-function decodeRawBinary(body: Buffer, model: string, version: number, raw: RawInputInfo | undefined): DecodedInfer {
-  if (!raw) {
-    throw InferenceError.invalidArg(`Raw request must only have 1 input (found 0 or several) to be deduced but got model '${model}'`);
-  }
+function decodeRawBinary(body: Buffer, model: string, version: number, inputs: readonly RawInputInfo[]): DecodedInfer {
+  if (inputs.length !== 1) throw CoreRequestErrors.rawInputCount('', inputs.length, model);
+  const raw = inputs[0];
   if (!isDataType(raw.datatype)) throw InferenceError.invalidArg(`unsupported datatype '${raw.datatype}'`);
   const request = newInferenceRequest(model, version);
   let shape: number[];
   if (raw.datatype === 'BYTES') {
     shape = raw.shape.map((d, i) => (i === 0 && d === -1 ? 1 : d));
     if (shape.reduce((a, b) => a * b, 1) !== 1) {
-      throw InferenceError.invalidArg(`Raw request for BYTES input '${raw.name}' must have shape [1] for model '${model}'`);
+      throw CoreRequestErrors.rawBytesShape('', raw.name);
     }
     request.inputs.push({ name: raw.name, datatype: 'BYTES', shape, data: [new Uint8Array(body)] });
     return { request, form: { defaultBinary: true, binary: new Map() } };
@@ -98,7 +95,7 @@ function decodeRawBinary(body: Buffer, model: string, version: number, raw: RawI
   shape = raw.shape.map((d, i) => (i === 0 && d === -1 ? 1 : d));
   const variable = shape.filter((d) => d === -1).length;
   if (variable > 1) {
-    throw InferenceError.invalidArg(`Raw request for input '${raw.name}' of model '${model}' can have at most one variable dimension`);
+    throw CoreRequestErrors.rawShapeNotDeducible('', raw.name);
   }
   if (variable === 1) {
     const fixed = shape.reduce((a, d) => (d === -1 ? a : a * d), 1) * size;
@@ -111,17 +108,18 @@ function decodeRawBinary(body: Buffer, model: string, version: number, raw: RawI
 
 /**
  * A v2 HTTP infer body (JSON, optionally followed by the binary tensor section) → the internal
- * request. `headerLength` is the Inference-Header-Content-Length header, if any.
+ * request. `headerLength` is the Inference-Header-Content-Length header, if any; `rawInputs` gives
+ * the model's inputs, asked for only by a raw-binary request.
  */
 export function decodeInferRequest(
   body: Buffer,
   headerLength: string | undefined,
   model: string,
   version: number,
-  rawInput?: () => RawInputInfo | undefined,
+  rawInputs: () => readonly RawInputInfo[] = () => [],
 ): DecodedInfer {
   const jsonLength = parseHeaderLength(headerLength, body.length);
-  if (jsonLength === 0) return decodeRawBinary(body, model, version, rawInput?.());
+  if (jsonLength === 0) return decodeRawBinary(body, model, version, rawInputs());
   const jsonEnd = jsonLength ?? body.length;
   const parsed = parseJson(jsonLength === undefined ? body : body.subarray(0, jsonEnd));
   checkInferStructure(parsed);
@@ -141,28 +139,18 @@ export function decodeInferRequest(
     const shm = p.shared_memory_region;
     const sources = (input.data !== undefined ? 1 : 0) + (binarySize !== undefined ? 1 : 0) + (shm !== undefined ? 1 : 0);
     if (sources !== 1) {
-      throw InferenceError.invalidArg(`${ONE_SOURCE} But ${sources === 0 ? 'none is set' : 'more than one is set'} for input '${input.name}'`);
+      throw Errors.inputSources({ data: input.data !== undefined, binary: binarySize !== undefined, sharedMemory: shm !== undefined });
     }
-    if (shm !== undefined) {
-      throw InferenceError.invalidArg(
-        `Unable to find shared memory region: '${String(shm)}'`,
-      );
-    }
+    if (shm !== undefined) throw Errors.shmRegionNotFound(String(shm));
     const datatype = input.datatype as Tensor['datatype'];
     let data: Tensor['data'];
     if (binarySize !== undefined) {
-      if (jsonLength === undefined) {
-        throw InferenceError.invalidArg(
-          "must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format",
-        );
-      }
       if (typeof binarySize !== 'number' || !Number.isInteger(binarySize) || binarySize < 0) {
-        throw InferenceError.invalidArg(`'binary_data_size' of input '${input.name}' must be a non-negative integer`);
+        throw Errors.unableToParse('binary_data_size', JsonAccess.unsigned);
       }
+      if (jsonLength === undefined) throw Errors.binaryWithoutHeaderLength();
       if (offset + binarySize > body.length) {
-        throw InferenceError.invalidArg(
-          `unexpected size for input '${input.name}', expecting ${binarySize} additional bytes for model '${model}'`,
-        );
+        throw Errors.unexpectedInputSize(input.name, offset + binarySize - body.length, model);
       }
       data = tensorDataFromBytes(datatype, input.shape, body.subarray(offset, offset + binarySize), input.name, model);
       offset += binarySize;
@@ -171,28 +159,20 @@ export function decodeInferRequest(
     }
     request.inputs.push({ name: input.name, datatype, shape: input.shape, data });
   }
-  if (offset !== body.length) {
-    throw InferenceError.invalidArg(`unexpected additional input data for model '${model}'`);
-  }
+  if (offset !== body.length) throw Errors.unexpectedAdditionalData(model);
   const form: OutputForm = { defaultBinary: binaryDataOutput, binary: new Map() };
   if (json.outputs) {
     request.outputs = json.outputs.map((o): RequestedOutput => {
       const p = o.parameters ?? {};
-      if (p.shared_memory_region !== undefined) {
-        throw InferenceError.invalidArg(`Unable to find shared memory region: '${String(p.shared_memory_region)}'`);
-      }
+      if (p.shared_memory_region !== undefined) throw Errors.shmRegionNotFound(String(p.shared_memory_region));
       const out: RequestedOutput = { name: o.name };
       if (p.classification !== undefined) {
         const c = p.classification;
-        if (typeof c !== 'number' || !Number.isInteger(c) || c < 0) {
-          throw InferenceError.invalidArg(`'classification' of output '${o.name}' must be an unsigned integer`);
-        }
+        if (typeof c !== 'number' || !Number.isInteger(c) || c < 0) throw Errors.unableToParse('classification', JsonAccess.unsigned);
         if (c > 0) out.classification = c;
       }
       if (p.binary_data !== undefined) {
-        if (typeof p.binary_data !== 'boolean') {
-          throw InferenceError.invalidArg(`'binary_data' of output '${o.name}' must be a boolean`);
-        }
+        if (typeof p.binary_data !== 'boolean') throw Errors.unableToParse('binary_data', JsonAccess.boolean);
         form.binary.set(o.name, p.binary_data);
       }
       return out;

@@ -13,7 +13,7 @@ import {
   type ValidationError,
 } from 'class-validator';
 import { DATATYPES } from '@nereid/tensor';
-import { InferenceError } from '@nereid/protocol';
+import { HttpRequestErrors as Errors, InferenceError, JsonAccess } from '@nereid/protocol';
 
 /**
  * The structure of a v2 infer request, checked with class-validator. Tensor `data` is never part
@@ -67,16 +67,51 @@ export class InferRequestDto {
   outputs?: InferOutputDto[];
 }
 
-function firstMessage(errors: ValidationError[], path: string): string {
-  for (const e of errors) {
-    if (e.constraints) {
-      const msg = Object.values(e.constraints)[0];
-      return path ? `${path}: ${msg}` : msg;
-    }
-    const where = /^[0-9]+$/.test(e.property) ? `${path}[${e.property}]` : path ? `${path}.${e.property}` : e.property;
-    if (e.children && e.children.length > 0) return firstMessage(e.children, where);
+/** TritonJson's words for a member that is absent or not of the type `kind`. */
+function accessError(field: string, value: unknown, kind: string): InferenceError {
+  return Errors.unableToParse(field, value === undefined ? JsonAccess.missing(field) : kind);
+}
+
+/** Triton's error for one field that broke a rule (`constraints` keys are class-validator's). */
+function fieldError(e: ValidationError, owner: object | undefined): InferenceError {
+  const c = e.constraints ?? {};
+  switch (e.property) {
+    case 'inputs':
+    case 'outputs':
+    case 'shape':
+      if (c.isArray) return accessError(e.property, e.value, JsonAccess.array);
+      return Errors.unableToParse(e.property, JsonAccess.unsigned);
+    case 'datatype':
+      if (c.isString) return accessError('datatype', e.value, JsonAccess.string);
+      return Errors.invalidDatatype((owner as InferInputDto | undefined)?.name ?? '');
+    case 'parameters':
+      // The request's own parameters are enumerated; Triton only looks into a tensor's.
+      if (owner === undefined) return InferenceError.invalidArg('failed to get request params.: attempt to get members for non-object');
+      return Errors.unableToParse('parameters', JsonAccess.object);
+    default:
+      return accessError(e.property, e.value, JsonAccess.string);
   }
-  return 'invalid request';
+}
+
+/** Where Triton reads a request: id, parameters, then each input's and each output's fields. */
+const REQUEST_ORDER = ['id', 'parameters', 'inputs', 'outputs'];
+const TENSOR_ORDER = ['name', 'datatype', 'shape', 'parameters'];
+
+function byOrder(errors: readonly ValidationError[], order: readonly string[]): ValidationError[] {
+  return [...errors].sort((a, b) => order.indexOf(a.property) - order.indexOf(b.property));
+}
+
+/** The first fault in Triton's reading order, in Triton's words (server src/http_server.cc). */
+function structureError(errors: readonly ValidationError[]): InferenceError {
+  for (const e of byOrder(errors, REQUEST_ORDER)) {
+    if (e.constraints) return fieldError(e, undefined);
+    for (const item of e.children ?? []) {
+      for (const f of byOrder(item.children ?? [], TENSOR_ORDER)) {
+        if (f.constraints) return fieldError(f, item.value as object);
+      }
+    }
+  }
+  return Errors.unableToParse('inputs', JsonAccess.array);
 }
 
 function toDto<T extends object>(ctor: new () => T, fields: Partial<T>): T {
@@ -98,8 +133,8 @@ function isShape(v: unknown): boolean {
 /**
  * True when the request certainly satisfies the DTOs above. It only lets well-formed requests skip
  * class-validator's metadata walk (about 15 µs a request, measured in bench/http-infer); anything it
- * is unsure of goes to class-validator, which stays the definition of the rules and of the error
- * messages. infer-dto.spec.ts checks that it never accepts what class-validator rejects.
+ * is unsure of goes to class-validator, which stays the definition of the rules (the words of the
+ * errors are Triton's, from @nereid/protocol's request-errors). infer-dto.spec.ts checks that it never accepts what class-validator rejects.
  */
 export function isWellFormedInfer(b: Record<string, unknown>): boolean {
   if (b.id !== undefined && typeof b.id !== 'string') return false;
@@ -125,7 +160,7 @@ export function isWellFormedInfer(b: Record<string, unknown>): boolean {
 
 /**
  * Checks the structure of a parsed infer request (never its tensor data) and throws INVALID_ARG
- * naming the first offending field.
+ * with Triton's words for the first offending field.
  */
 export function checkInferStructure(body: unknown): void {
   if (typeof body === 'object' && body !== null && !Array.isArray(body) && isWellFormedInfer(body as Record<string, unknown>)) {
@@ -137,7 +172,8 @@ export function checkInferStructure(body: unknown): void {
 /** class-validator over the request structure; throws INVALID_ARG naming the first offending field. */
 export function validateInferStructure(body: unknown): void {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw InferenceError.invalidArg('failed to parse the request JSON buffer: the request must be a JSON object');
+    // Triton looks for `inputs` in whatever the JSON holds.
+    throw Errors.unableToParse('inputs', JsonAccess.missing('inputs'));
   }
   const b = body as Record<string, unknown>;
   const rawInputs = b.inputs;
@@ -167,7 +203,5 @@ export function validateInferStructure(body: unknown): void {
   if (b.parameters === undefined) delete dto.parameters;
   if (rawOutputs === undefined) delete dto.outputs;
   const errors = validateSync(dto, { forbidUnknownValues: false });
-  if (errors.length > 0) {
-    throw InferenceError.invalidArg(`invalid inference request: ${firstMessage(errors, '')}`);
-  }
+  if (errors.length > 0) throw structureError(errors);
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { InferenceCore } from '@nereid/core';
-import { InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
+import { HttpRequestErrors, InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import { BodyBufferPool } from './body-pool';
 import { describe } from './http-error.filter';
@@ -44,10 +44,18 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 }
 
-function tooLarge(limit: number, size?: number): InferenceError {
-  return InferenceError.invalidArg(
-    `Request body size${size !== undefined ? ` of ${size} bytes` : ''} exceeds the maximum allowed value of ${limit} bytes. Use --http-max-input-size to increase the limit.`,
-  );
+/**
+ * A body over --http-max-input-size, in Triton's words for what it holds: a raw input, a JSON
+ * request, or a JSON header and binary tensors. `size` is the declared length, or what arrived
+ * until the limit was passed.
+ */
+function tooLarge(req: IncomingMessage, limit: number, size: number): InferenceError {
+  const header = req.headers['inference-header-content-length'];
+  if (header === undefined) return HttpRequestErrors.requestJsonTooLarge(size, limit);
+  const jsonLength = Number(header);
+  if (jsonLength === 0) return HttpRequestErrors.rawInputTooLarge(size, limit);
+  if (jsonLength > limit) return HttpRequestErrors.requestJsonTooLarge(jsonLength, limit);
+  return HttpRequestErrors.requestTooLarge(size, limit);
 }
 
 /** Bodies up to this size are taken as the socket delivered them (usually one chunk, no copy). */
@@ -68,7 +76,7 @@ function readBody(req: IncomingMessage, limit: number, pool: BodyBufferPool, don
   const declared = lengthHeader === undefined ? -1 : Number(lengthHeader);
   if (declared > limit) {
     req.resume();
-    done(tooLarge(limit, declared));
+    done(tooLarge(req, limit, declared));
     return;
   }
   let failed = false;
@@ -112,7 +120,7 @@ function readBody(req: IncomingMessage, limit: number, pool: BodyBufferPool, don
   let size = 0;
   req.on('data', (c: Buffer) => {
     size += c.length;
-    if (size > limit) return fail(tooLarge(limit));
+    if (size > limit) return fail(tooLarge(req, limit, size));
     if (first === undefined) first = c;
     else if (chunks === undefined) chunks = [first, c];
     else chunks.push(c);
@@ -137,9 +145,8 @@ export class InferFastPath {
     private readonly maxInputSize: number,
   ) {}
 
-  private rawInput(model: string, version: number): RawInputInfo | undefined {
-    const md = this.core.modelMetadata(model, version);
-    return md.inputs.length === 1 ? md.inputs[0] : undefined;
+  private modelInputs(model: string, version: number): readonly RawInputInfo[] {
+    return this.core.modelMetadata(model, version).inputs;
   }
 
   /** Answers one inference request; never throws (errors become Triton's error JSON). */
@@ -167,7 +174,7 @@ export class InferFastPath {
         throw InferenceError.unsupported("HTTP end point doesn't support models with decoupled transaction policy");
       }
       const header = req.headers['inference-header-content-length'] as string | undefined;
-      const { request, form } = decodeInferRequest(body, header, model, version, () => this.rawInput(model, version));
+      const { request, form } = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version));
       // A client that goes away before the answer cancels its request.
       const abort = new LazyAbort();
       abort.attach(request);

@@ -1,11 +1,10 @@
 import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { InferenceError } from '@nereid/protocol';
-
-const DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
+import { echo, InferenceError, UnsupportedErrors } from '@nereid/protocol';
 
 /**
- * The shared-memory extensions. Nereid does not map client shared memory (yet): status lists no
- * region and register/unregister answer Triton's "disabled" error, which clients handle.
+ * The shared-memory endpoints. Nereid does not map client shared memory (and does not list the
+ * extensions in server metadata): status lists no region, and register/unregister answer 501
+ * UNSUPPORTED saying what to do instead.
  */
 @Controller('v2')
 export class SharedMemoryController {
@@ -16,12 +15,12 @@ export class SharedMemoryController {
 
   @Get('systemsharedmemory/region/:region/status')
   systemRegion(@Param('region') region: string): never {
-    throw InferenceError.notFound(`Unable to find system shared memory region: '${region}'`);
+    throw InferenceError.notFound(`Unable to find system shared memory region: '${echo(region)}'`);
   }
 
   @Get('cudasharedmemory/region/:region/status')
   cudaRegion(@Param('region') region: string): never {
-    throw InferenceError.notFound(`Unable to find cuda shared memory region: '${region}'`);
+    throw InferenceError.notFound(`Unable to find cuda shared memory region: '${echo(region)}'`);
   }
 
   @Post([
@@ -34,6 +33,6 @@ export class SharedMemoryController {
   ])
   @HttpCode(200)
   change(): never {
-    throw InferenceError.unsupported(DISABLED);
+    throw UnsupportedErrors.sharedMemory();
   }
 }

@@ -1,0 +1,44 @@
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ROOT } from './server';
+
+/** A decoded message of Triton's .proto files, as @grpc/proto-loader hands it over. */
+export type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type Client = grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const definition = protoLoader.loadSync(['grpc_service.proto', 'health.proto'], {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [path.join(ROOT, 'proto')],
+});
+const loaded = grpc.loadPackageDefinition(definition) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/**
+ * A GRPCInferenceService client on 127.0.0.1:`port` loading the .proto files dynamically, as any
+ * generated client would. grpc-js's default metadata limits apply (8 KiB soft, like gRPC's C core).
+ */
+export function inferenceClient(port: number): Client {
+  return new loaded.inference.GRPCInferenceService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': -1,
+    'grpc.max_send_message_length': -1,
+  });
+}
+
+export function call(client: Client, method: string, request: Msg): Promise<Msg> {
+  return new Promise((resolve, reject) => {
+    client[method](request, new grpc.Metadata(), (err: grpc.ServiceError | null, res: Msg) => (err ? reject(err) : resolve(res)));
+  });
+}
+
+export async function callError(client: Client, method: string, request: Msg): Promise<grpc.ServiceError> {
+  try {
+    await call(client, method, request);
+  } catch (e) {
+    return e as grpc.ServiceError;
+  }
+  throw new Error(`${method} unexpectedly succeeded`);
+}
