@@ -1,7 +1,7 @@
-import type { AutoCompleteContext, BackendRegistry, InstanceSpec, ModelInstance } from '@nereid/backends';
+import type { AutoCompleteContext, BackendRegistry, InstanceSpec, ModelInstance, ReportExecution } from '@nereid/backends';
 import type { ModelConfig, ModelInstanceGroup } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
-import type { ModelKey, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
+import type { ModelKey, WorkerCapacity, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
 
 export type WorkerLog = (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
 
@@ -58,7 +58,7 @@ export class WorkerHost implements WorkerChannel {
     return b.autoComplete ? b.autoComplete(ctx) : ctx.config;
   }
 
-  async load(spec: WorkerLoadSpec): Promise<number> {
+  async load(spec: WorkerLoadSpec): Promise<WorkerCapacity> {
     const { config } = spec;
     const backend = this.backends.get(backendOf(config));
     const { active, passive } = instanceSpecs(config);
@@ -83,39 +83,40 @@ export class WorkerHost implements WorkerChannel {
       throw toInferenceError(e);
     }
     this.models.set(spec.key, { instances, config, activeCount: active.length });
-    // Scheduler slots: slot s runs on instance s % activeCount.
-    const concurrency = instances.slice(0, active.length).reduce((m, i) => Math.min(m, Math.max(1, i.concurrency ?? 1)), 64);
-    return active.length * concurrency;
+    const depth = instances.slice(0, active.length).reduce((m, i) => Math.min(m, Math.max(1, i.concurrency ?? 1)), 64);
+    return { instances: active.length, depth };
   }
 
-  execute(key: ModelKey, slot: number, items: ExecutionItem[]): Promise<void> {
+  execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
     const model = this.models.get(key);
-    const target = model && model.activeCount > 0 ? model.instances[slot % model.activeCount] : undefined;
+    const target = model && instance < model.activeCount ? model.instances[instance] : undefined;
     if (!model || !target) {
-      const err = InferenceError.unavailable(`no instance of '${key}' is loaded for slot ${slot}`);
+      const err = InferenceError.unavailable(`no instance ${instance} of '${key}' is loaded`);
       for (const item of items) item.sink.fail(err);
       return Promise.resolve();
     }
     const batched = (model.config.max_batch_size ?? 0) > 0;
-    let batchSize = 0;
-    for (const item of items) batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
-    const started = performance.now();
-    for (const item of items) item.startedAt = started;
-    const report = (): void => {
-      const computeNs = Math.round((performance.now() - started) * 1e6);
-      this.services.onBatch({ key, batchSize, requestCount: items.length, computeNs });
+    // Each model execution the instance reports: its requests' statistics go back with their
+    // responses (the sinks), the execution's to the statistics of the model.
+    const report: ReportExecution = (done, stats) => {
+      let batchSize = 0;
+      for (const item of done) {
+        batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
+        item.sink.executed?.(stats);
+      }
+      const compute = { inputNs: stats.inputNs, inferNs: stats.inferNs, outputNs: stats.outputNs };
+      this.services.onBatch({ key, batchSize, requestCount: done.length, compute });
     };
     // A promise chain rather than an async function (one microtask fewer per batch).
     let run: Promise<void>;
     try {
-      run = target.execute(items);
+      run = target.execute(items, report);
     } catch (e) {
       run = Promise.reject(e);
     }
-    return run.then(report, (e: unknown) => {
+    return run.catch((e: unknown) => {
       const err = toInferenceError(e);
       for (const item of items) item.sink.fail(err);
-      report();
     });
   }
 

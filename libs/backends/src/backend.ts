@@ -1,7 +1,20 @@
 import type { ModelConfig } from '@nereid/model-config';
-import type { ExecutionItem, InferenceRequest, InferenceResponse } from '@nereid/protocol';
+import type { ExecutionItem, ExecutionStats, InferenceRequest, InferenceResponse } from '@nereid/protocol';
 
-export type { ExecutionItem };
+export type { ExecutionItem, ExecutionStats };
+
+/**
+ * How an instance reports what it did (Triton's TRITONBACKEND_ModelInstanceReportStatistics and
+ * ReportBatchStatistics in one call): one call per model execution (a session run, a Python
+ * `execute`, an ensemble request), naming the requests it covered and what its phases cost. Every
+ * executed request is reported once, before the `execute` promise settles or, for work that
+ * outlives it (a decoupled model, an ensemble), when that work is done; its responses may go
+ * before or after. Build `stats` with `executionStats` from the four timestamps.
+ */
+export type ReportExecution = (items: readonly ExecutionItem[], stats: ExecutionStats) => void;
+
+/** A `ReportExecution` that drops the report (callers that keep no statistics: tests, probes). */
+export const ignoreExecution: ReportExecution = () => undefined;
 
 /** Where an instance runs. */
 export interface InstanceSpec {
@@ -43,8 +56,9 @@ export interface ModelInstance {
   /**
    * Runs one batch. Each item's sink gets its responses; a failure of one request goes to that
    * request's sink only. The promise settles when the instance is free for the next batch.
+   * `report` receives what the execution cost (see ReportExecution); default: dropped.
    */
-  execute(items: ExecutionItem[]): Promise<void>;
+  execute(items: ExecutionItem[], report?: ReportExecution): Promise<void>;
   /** Frees the instance (sessions, processes). */
   unload(): Promise<void>;
 }

@@ -1,12 +1,14 @@
+import type { ComputeDurations } from '@nereid/protocol';
 import type { ModelStatistics, StatDuration } from './core';
 
 function zero(): StatDuration {
   return { count: 0, ns: 0 };
 }
 
+/** Durations are whole nanoseconds, as in Triton's JSON (uint64): a fraction never gets in. */
 function add(d: StatDuration, ns: number, count = 1): void {
   d.count += count;
-  d.ns += ns;
+  d.ns += ns > 0 ? Math.round(ns) : 0;
 }
 
 interface BatchStat {
@@ -15,7 +17,12 @@ interface BatchStat {
   compute_output: StatDuration;
 }
 
-/** Counters of one model version, in the shape of Triton's statistics extension. */
+/**
+ * Counters of one model version, in the shape of Triton's statistics extension. As in Triton, a
+ * successful request adds its duration and batch size (`recordSuccess`) and what its execution
+ * cost (`recordExecution`: queue and compute phases); each model execution adds to the batch
+ * statistics (`recordBatch`).
+ */
 export class ModelStatsRecorder {
   lastInference = 0;
   inferenceCount = 0;
@@ -34,34 +41,38 @@ export class ModelStatsRecorder {
     readonly version: number,
   ) {}
 
-  /** A request finished successfully after `totalNs`, of which `queueNs` waiting. */
-  recordSuccess(totalNs: number, queueNs: number): void {
+  /** A request of `batchSize` inferences finished successfully after `requestNs`. */
+  recordSuccess(requestNs: number, batchSize: number): void {
     this.lastInference = Date.now();
-    add(this.success, totalNs);
-    add(this.queue, queueNs);
+    this.inferenceCount += batchSize;
+    add(this.success, requestNs);
   }
 
-  recordFailure(totalNs: number, reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): void {
+  /** What the execution of a successful request cost: its time in the queue, then its compute phases. */
+  recordExecution(queueNs: number, compute: ComputeDurations): void {
+    add(this.queue, queueNs);
+    add(this.computeInput, compute.inputNs);
+    add(this.computeInfer, compute.inferNs);
+    add(this.computeOutput, compute.outputNs);
+  }
+
+  recordFailure(requestNs: number, reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): void {
     this.lastInference = Date.now();
-    add(this.fail, totalNs);
+    add(this.fail, requestNs);
     this.failuresByReason.set(reason, (this.failuresByReason.get(reason) ?? 0) + 1);
   }
 
-  /** One executed batch of `batchSize` inferences made of `requestCount` requests. */
-  recordBatch(batchSize: number, requestCount: number, computeNs: number): void {
+  /** One model execution of `batchSize` inferences and what its compute phases took. */
+  recordBatch(batchSize: number, compute: ComputeDurations): void {
     this.executionCount += 1;
-    this.inferenceCount += batchSize;
-    add(this.computeInfer, computeNs, requestCount);
-    this.computeInput.count += requestCount;
-    this.computeOutput.count += requestCount;
     let b = this.batches.get(batchSize);
     if (!b) {
       b = { compute_input: zero(), compute_infer: zero(), compute_output: zero() };
       this.batches.set(batchSize, b);
     }
-    add(b.compute_infer, computeNs);
-    b.compute_input.count += 1;
-    b.compute_output.count += 1;
+    add(b.compute_input, compute.inputNs);
+    add(b.compute_infer, compute.inferNs);
+    add(b.compute_output, compute.outputNs);
   }
 
   snapshot(): ModelStatistics {

@@ -19,7 +19,8 @@ export function collectSamples(manager: ModelRepositoryManager, pending: (key: s
         inferenceCount: s.inferenceCount,
         execCount: s.executionCount,
         pending: pending(rt.key),
-        requestNs: s.success.ns + s.fail.ns,
+        // Triton adds a request's duration to this counter when it succeeds only.
+        requestNs: s.success.ns,
         queueNs: s.queue.ns,
         computeInputNs: s.computeInput.ns,
         computeInferNs: s.computeInfer.ns,

@@ -25,16 +25,21 @@ interface Family {
   value: (s: ModelMetricsSample) => number;
 }
 
+/** Whole microseconds, as Triton's uint64 duration counters. */
+function micros(ns: number): number {
+  return Math.floor(ns / 1000);
+}
+
 const FAMILIES: Family[] = [
   { name: 'nv_inference_request_success', help: 'Number of successful inference requests, all batch sizes', type: 'counter', value: (s) => s.success },
   { name: 'nv_inference_count', help: 'Number of inferences performed (does not include cached requests)', type: 'counter', value: (s) => s.inferenceCount },
   { name: 'nv_inference_exec_count', help: 'Number of model executions performed (does not include cached requests)', type: 'counter', value: (s) => s.execCount },
   { name: 'nv_inference_pending_request_count', help: 'Instantaneous number of pending requests awaiting execution per-model.', type: 'gauge', value: (s) => s.pending },
-  { name: 'nv_inference_request_duration_us', help: 'Cumulative inference request duration in microseconds (includes cached requests)', type: 'counter', value: (s) => s.requestNs / 1000 },
-  { name: 'nv_inference_queue_duration_us', help: 'Cumulative inference queuing duration in microseconds (includes cached requests)', type: 'counter', value: (s) => s.queueNs / 1000 },
-  { name: 'nv_inference_compute_input_duration_us', help: 'Cumulative compute input duration in microseconds (does not include cached requests)', type: 'counter', value: (s) => s.computeInputNs / 1000 },
-  { name: 'nv_inference_compute_infer_duration_us', help: 'Cumulative compute inference duration in microseconds (does not include cached requests)', type: 'counter', value: (s) => s.computeInferNs / 1000 },
-  { name: 'nv_inference_compute_output_duration_us', help: 'Cumulative inference compute output duration in microseconds (does not include cached requests)', type: 'counter', value: (s) => s.computeOutputNs / 1000 },
+  { name: 'nv_inference_request_duration_us', help: 'Cumulative inference request duration in microseconds (includes cached requests)', type: 'counter', value: (s) => micros(s.requestNs) },
+  { name: 'nv_inference_queue_duration_us', help: 'Cumulative inference queuing duration in microseconds (includes cached requests)', type: 'counter', value: (s) => micros(s.queueNs) },
+  { name: 'nv_inference_compute_input_duration_us', help: 'Cumulative compute input duration in microseconds (does not include cached requests)', type: 'counter', value: (s) => micros(s.computeInputNs) },
+  { name: 'nv_inference_compute_infer_duration_us', help: 'Cumulative compute inference duration in microseconds (does not include cached requests)', type: 'counter', value: (s) => micros(s.computeInferNs) },
+  { name: 'nv_inference_compute_output_duration_us', help: 'Cumulative inference compute output duration in microseconds (does not include cached requests)', type: 'counter', value: (s) => micros(s.computeOutputNs) },
   { name: 'nv_model_load_duration_secs', help: 'Model load time in seconds', type: 'gauge', value: (s) => s.loadSecs },
 ];
 

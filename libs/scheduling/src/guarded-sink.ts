@@ -1,4 +1,4 @@
-import type { InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
+import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 
 /**
  * Wraps a sink and remembers whether the request is complete (a final response or a failure).
@@ -23,5 +23,10 @@ export class GuardedSink implements ResponseSink {
     if (this.finished) return;
     this.finished = true;
     this.inner.fail(error);
+  }
+
+  /** Passed on even after completion: statistics may follow the final response. */
+  executed(stats: ExecutionStats): void {
+    this.inner.executed?.(stats);
   }
 }

@@ -1,4 +1,4 @@
-import type { InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
+import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 
 type Event = { kind: 'send'; response: InferenceResponse | undefined; final: boolean } | { kind: 'fail'; error: InferenceError };
 
@@ -48,6 +48,11 @@ class OrderedSink implements ResponseSink {
 
   fail(error: InferenceError): void {
     this.push({ kind: 'fail', error });
+  }
+
+  /** Not held back: statistics say nothing about response order. */
+  executed(stats: ExecutionStats): void {
+    this.inner.executed?.(stats);
   }
 
   /** Called once this request is the oldest unfinished one: flush what it buffered. */

@@ -2,19 +2,26 @@ import type { EnsembleStep, ModelConfig } from '@nereid/model-config';
 import {
   InferenceError,
   toInferenceError,
+  type ComputeDurations,
   type ExecutionItem,
   type InferenceRequest,
   type InferenceResponse,
 } from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
-import type { InferFn, ModelInstance } from '../backend';
+import { ignoreExecution, type InferFn, type ModelInstance, type ReportExecution } from '../backend';
 
 /**
  * Runs one ensemble request as a dataflow graph: every step whose mapped inputs are available is
  * sent to its model (steps run concurrently); each completion makes the step's mapped outputs
- * available; the response carries the ensemble outputs once no step is left.
+ * available; the response carries the ensemble outputs once no step is left. The steps' compute
+ * durations are added to `tally` (the server adds each step request's to its `composingStats`).
  */
-export async function runEnsemble(config: ModelConfig, request: InferenceRequest, infer: InferFn): Promise<InferenceResponse> {
+export async function runEnsemble(
+  config: ModelConfig,
+  request: InferenceRequest,
+  infer: InferFn,
+  tally?: ComputeDurations,
+): Promise<InferenceResponse> {
   const steps = config.ensemble_scheduling?.step ?? [];
   const tensors = new Map<string, Tensor>();
   for (const t of request.inputs) tensors.set(t.name, t);
@@ -37,6 +44,7 @@ export async function runEnsemble(config: ModelConfig, request: InferenceRequest
       modelVersion: s.model_version ?? -1,
       inputs,
       outputs: Object.keys(s.output_map ?? {}).map((name) => ({ name })),
+      composingStats: tally,
     };
     const responses = await infer(sub);
     const last = responses[responses.length - 1];
@@ -84,17 +92,26 @@ export async function runEnsemble(config: ModelConfig, request: InferenceRequest
   return { id: request.id, modelName: request.modelName, modelVersion: '', outputs };
 }
 
-/** The one "instance" of an ensemble: never busy, each request runs its graph concurrently. */
+/**
+ * The one "instance" of an ensemble: never busy, each request runs its graph concurrently. Each
+ * request is reported as one execution, as Triton reports an ensemble's: it starts when the request
+ * gets here, and its compute phases are the sums of its steps'.
+ */
 export class EnsembleInstance implements ModelInstance {
   constructor(
     private readonly config: ModelConfig,
     private readonly infer: InferFn,
   ) {}
 
-  async execute(items: ExecutionItem[]): Promise<void> {
+  async execute(items: ExecutionItem[], report: ReportExecution = ignoreExecution): Promise<void> {
     for (const item of items) {
-      runEnsemble(this.config, item.request, this.infer).then(
-        (response) => item.sink.send(response, true),
+      const execStart = performance.now();
+      const tally: ComputeDurations = { inputNs: 0, inferNs: 0, outputNs: 0 };
+      runEnsemble(this.config, item.request, this.infer, tally).then(
+        (response) => {
+          report([item], { execStart, ...tally });
+          item.sink.send(response, true);
+        },
         (e: unknown) => item.sink.fail(toInferenceError(e)),
       );
     }

@@ -1,5 +1,5 @@
-import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
-import type { LoadContext, ModelInstance } from '../backend';
+import { InferenceError, nanos, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
+import { ignoreExecution, type LoadContext, type ModelInstance, type ReportExecution } from '../backend';
 import { BlsBridge } from './bls-bridge';
 import { BlobBuilder, MSG, type Frame } from './frames';
 import { initArgs } from './init-args';
@@ -25,6 +25,20 @@ interface Waiter {
   reject: (e: InferenceError) => void;
 }
 
+/** EXECUTE_DONE's header: `[batch, entries, indexes of requests not executed?]` or `[batch, error message]`. */
+type ExecuteDone = [number, (WireResponse | null)[] | string, number[]?];
+
+/** A batch handed to the stub and not answered yet. */
+interface OpenBatch {
+  items: ExecutionItem[];
+  done: () => void;
+  report: ReportExecution;
+  /** How long encoding its inputs took (ms). */
+  inputMs: number;
+  /** When its EXECUTE frame was sent (performance.now() ms). */
+  sentAt: number;
+}
+
 /** One model instance = one Python stub process, restarted (re-initialized) when it dies. */
 export class PythonModelInstance implements ModelInstance {
   /**
@@ -45,7 +59,11 @@ export class PythonModelInstance implements ModelInstance {
   /** Frames are handled in order; one whose handling waits (file reads, BLS) queues the later ones here. */
   private chain: Promise<void> = Promise.resolve();
   private waiting = 0;
-  private readonly batches = new Map<number, { count: number; done: () => void }>();
+  private readonly batches = new Map<number, OpenBatch>();
+  /** When the stub last finished a batch: it runs one at a time, so a batch sent earlier starts then. */
+  private lastDoneAt = 0;
+  /** Time spent reading responses' outputs (ms), summed while an EXECUTE_DONE is handled. */
+  private readMs = 0;
   private readonly open: OpenRequests;
   private readonly bls: BlsBridge;
   private readonly modelName: string;
@@ -71,24 +89,25 @@ export class PythonModelInstance implements ModelInstance {
     return instance;
   }
 
-  execute(items: ExecutionItem[]): Promise<void> {
+  execute(items: ExecutionItem[], report: ReportExecution = ignoreExecution): Promise<void> {
     // Not an async function: the usual call sends at once and returns the batch's own promise.
-    if (!this.readyNow || this.unloading) return this.executeWhenReady(items);
-    return this.sendBatch(items);
+    if (!this.readyNow || this.unloading) return this.executeWhenReady(items, report);
+    return this.sendBatch(items, report);
   }
 
-  private async executeWhenReady(items: ExecutionItem[]): Promise<void> {
+  private async executeWhenReady(items: ExecutionItem[], report: ReportExecution): Promise<void> {
     try {
       await this.ensureReady();
     } catch (e) {
       for (const item of items) item.sink.fail(toInferenceError(e));
       return;
     }
-    return this.sendBatch(items);
+    return this.sendBatch(items, report);
   }
 
   /** Sends one EXECUTE frame; the promise settles when the stub has answered it (EXECUTE_DONE). */
-  private sendBatch(items: ExecutionItem[]): Promise<void> {
+  private sendBatch(items: ExecutionItem[], report: ReportExecution): Promise<void> {
+    const startedAt = performance.now();
     const proc = this.proc;
     // The batch id is the key of its first request; request i is `batch + i` (see OpenRequests).
     const batch = this.nextKey;
@@ -104,21 +123,32 @@ export class PythonModelInstance implements ModelInstance {
     }
     if (writes) {
       return Promise.all(writes).then(
-        () => this.dispatch(proc, items, batch, q, blob),
+        () => this.dispatch(proc, items, batch, q, blob, report, startedAt),
         (e: unknown) => {
           for (const item of items) item.sink.fail(InferenceError.internal(`cannot pass inputs to python model '${this.modelName}': ${toInferenceError(e).message}`));
         },
       );
     }
-    return this.dispatch(proc, items, batch, q, blob);
+    return this.dispatch(proc, items, batch, q, blob, report, startedAt);
   }
 
-  private dispatch(proc: StubProcess, items: ExecutionItem[], batch: number, q: unknown[][], blob: BlobBuilder): Promise<void> {
+  private dispatch(
+    proc: StubProcess,
+    items: ExecutionItem[],
+    batch: number,
+    q: unknown[][],
+    blob: BlobBuilder,
+    report: ReportExecution,
+    startedAt: number,
+  ): Promise<void> {
     for (let index = 0; index < items.length; index++) this.open.add(batch + index, batch, items[index]);
     return new Promise<void>((resolve) => {
       if (proc.isAlive) {
-        this.batches.set(batch, { count: items.length, done: resolve });
+        const open: OpenBatch = { items, done: resolve, report, inputMs: 0, sentAt: 0 };
+        this.batches.set(batch, open);
         proc.send(MSG.EXECUTE, [batch, q], blob);
+        open.sentAt = performance.now();
+        open.inputMs = open.sentAt - startedAt;
         return;
       }
       this.open.failRange(InferenceError.unavailable(`python stub of model '${this.modelName}' is not running`), batch, items.length);
@@ -227,7 +257,7 @@ export class PythonModelInstance implements ModelInstance {
   private handle(frame: Frame): void | Promise<void> {
     switch (frame.type) {
       case MSG.EXECUTE_DONE:
-        return this.onExecuteDone(frame.header as [number, (WireResponse | null)[] | string], frame.blob);
+        return this.onExecuteDone(frame.header as ExecuteDone, frame.blob);
       case MSG.RESPONSE: {
         const [b, i, final, entry] = frame.header as [number, number, boolean, WireResponse | null];
         return this.onResponse(b + i, entry, final, frame.blob);
@@ -265,22 +295,45 @@ export class PythonModelInstance implements ModelInstance {
     this.proc.kill();
   }
 
-  /** `[batch, entries]` or `[batch, error message]` (see _nereid_ipc). */
-  private onExecuteDone([b, result]: [number, (WireResponse | null)[] | string], blob: Uint8Array): void | Promise<void> {
+  /** `[batch, entries, skipped?]` or `[batch, error message]` (see _nereid_ipc). */
+  private onExecuteDone([b, result, skipped]: ExecuteDone, blob: Uint8Array): void | Promise<void> {
     const batch = this.batches.get(b);
     if (!batch) return;
     this.batches.delete(b);
+    const doneAt = performance.now();
+    // The stub runs one batch at a time: one sent while another ran started when that one ended.
+    const computeStart = Math.max(batch.sentAt, this.lastDoneAt);
+    this.lastDoneAt = doneAt;
     if (typeof result === 'string') {
-      this.open.failRange(InferenceError.internal(result), b, batch.count);
+      this.open.failRange(InferenceError.internal(result), b, batch.items.length);
       batch.done();
       return;
     }
-    if (result.some((entry) => Array.isArray(entry) && needsFileRead(entry[0]))) return this.deliverAll(b, result, blob).finally(batch.done);
+    // What the batch cost, once its answers are read: compute_input is encoding the inputs,
+    // compute_infer the stub's turn (reading inputs, the model's execute, writing outputs),
+    // compute_output reading the outputs here (not delivering them).
+    this.readMs = 0;
+    const reportBatch = (): void => {
+      // Requests the stub dropped (cancelled before execute began) were not executed.
+      const ran = skipped ? batch.items.filter((_, i) => !skipped.includes(i)) : batch.items;
+      if (ran.length === 0) return;
+      const outputNs = nanos(this.readMs);
+      batch.report(ran, {
+        execStart: computeStart - batch.inputMs,
+        inputNs: nanos(batch.inputMs),
+        inferNs: nanos(doneAt - computeStart),
+        outputNs,
+      });
+    };
+    if (result.some((entry) => Array.isArray(entry) && needsFileRead(entry[0]))) {
+      return this.deliverAll(b, result, blob).then(reportBatch).finally(batch.done);
+    }
     try {
       for (let i = 0; i < result.length; i++) {
         const entry = result[i];
         if (entry !== null) this.onResponse(b + i, entry, true, blob);
       }
+      reportBatch();
     } finally {
       batch.done();
     }
@@ -306,15 +359,22 @@ export class PythonModelInstance implements ModelInstance {
       return;
     }
     const [descs, params] = wire;
+    const readStart = performance.now();
     if (needsFileRead(descs)) {
       return decodeTensors(descs, blob, this.proc.shm, request.inputs).then(
-        (outputs) => this.open.deliver(key, makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, params), final),
+        (outputs) => {
+          const response = makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, params);
+          this.readMs += performance.now() - readStart;
+          this.open.deliver(key, response, final);
+        },
         (e: unknown) => this.open.fail(key, toInferenceError(e)),
       );
     }
     try {
       const outputs = decodeInlineTensors(descs, blob, request.inputs);
-      this.open.deliver(key, makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, params), final);
+      const response = makeResponse(request.id, this.modelName, this.opts.ctx.version, outputs, params);
+      this.readMs += performance.now() - readStart;
+      this.open.deliver(key, response, final);
     } catch (e) {
       this.open.fail(key, toInferenceError(e));
     }
