@@ -6,7 +6,8 @@
 // Usage: node scripts/generate-models.js [--check]   (--check: fail if a file on disk differs)
 const fs = require('node:fs');
 const path = require('node:path');
-const { MODELS } = require('./onnx/example-models');
+const { MODELS: EXAMPLE_MODELS } = require('./onnx/example-models');
+const { LOAD_PROBE_MODELS } = require('./onnx/load-probe-models');
 const { verifyModel } = require('./onnx/verify');
 
 const root = path.resolve(__dirname, '..');
@@ -19,6 +20,8 @@ function writeIfChanged(file, content) {
   fs.writeFileSync(file, bytes);
   return true;
 }
+
+const MODELS = [...EXAMPLE_MODELS, ...LOAD_PROBE_MODELS];
 
 async function main() {
   const checkOnly = process.argv.includes('--check');

@@ -1,8 +1,8 @@
-import type { ModelConfig } from '@nereid/model-config';
+import type { ModelConfig, ModelInput } from '@nereid/model-config';
 import { fromConfigType } from '@nereid/tensor';
-import { ORT_ARRAY, ortTypeOf } from './datatypes';
+import { ORT_ARRAY, ortTypeOf, type OrtType } from './datatypes';
 import type { RunTensor } from './messages';
-import type { SessionRunner } from './session-runner';
+import type { SessionInput, SessionRunner } from './session-runner';
 
 /**
  * A model whose largest batch runs within this many microseconds is cheaper to run on the event
@@ -11,26 +11,62 @@ import type { SessionRunner } from './session-runner';
  */
 export const EVENT_LOOP_BUDGET_US = 300;
 
-/** Zero-filled feeds for the largest batch the model accepts (variable dims taken as 1). */
-export function probeFeeds(config: ModelConfig): RunTensor[] | undefined {
+/**
+ * Feeds for the largest batch the model accepts: every input the graph has (sequence controls and
+ * states included, which the config does not list as inputs), shaped as the config says or, for
+ * the others, as the graph says; a free dimension is the batch size when it comes first and 1
+ * elsewhere. Every element is 1 (strings "1"): a value that parses as a number and divides, unlike
+ * 0 or an empty string. undefined when some input has a type the probe cannot build.
+ */
+export function probeFeeds(config: ModelConfig, inputs?: readonly SessionInput[]): RunTensor[] | undefined {
   const batch = Math.max(0, config.max_batch_size ?? 0);
+  const configured = new Map((config.input ?? []).map((i) => [i.name ?? '', i]));
+  const wanted: { name: string; type: OrtType | undefined; dims: number[] }[] = inputs
+    ? inputs.map((i) => {
+        const c = configured.get(i.name);
+        return { name: i.name, type: i.type, dims: c ? configDims(c, batch) : graphDims(i.shape, batch) };
+      })
+    : [...configured.values()].map((c) => ({ name: c.name ?? '', type: configType(c), dims: configDims(c, batch) }));
   const feeds: RunTensor[] = [];
-  for (const input of config.input ?? []) {
-    const datatype = fromConfigType(input.data_type ?? '');
-    const type = datatype && ortTypeOf(datatype);
+  for (const { name, type, dims } of wanted) {
     if (!type) return undefined;
-    const inner = (input.reshape?.shape ?? input.dims ?? []).map((d) => (d < 0 ? 1 : d));
-    const dims = batch > 0 ? [batch, ...inner] : inner;
     const count = dims.reduce((a, b) => a * b, 1);
-    const data = type === 'string' ? new Array<string>(count).fill('') : new ORT_ARRAY[type](count);
-    feeds.push({ name: input.name ?? '', type, dims, data });
+    const data = type === 'string' ? new Array<string>(count).fill('1') : ones(type, count);
+    if (data === undefined) return undefined;
+    feeds.push({ name, type, dims, data });
   }
   return feeds;
 }
 
+function configType(input: ModelInput): OrtType | undefined {
+  const datatype = fromConfigType(input.data_type ?? '');
+  return datatype && ortTypeOf(datatype);
+}
+
+function configDims(input: ModelInput, batch: number): number[] {
+  const inner = (input.reshape?.shape ?? input.dims ?? []).map((d) => (d < 0 ? 1 : d));
+  return batch > 0 ? [batch, ...inner] : inner;
+}
+
+function graphDims(shape: readonly number[], batch: number): number[] {
+  return shape.map((d, i) => (d >= 0 ? d : i === 0 && batch > 0 ? batch : 1));
+}
+
+function ones(type: Exclude<OrtType, 'string'>, count: number): RunTensor['data'] | undefined {
+  const Ctor = (ORT_ARRAY as Partial<Record<OrtType, (typeof ORT_ARRAY)[keyof typeof ORT_ARRAY]>>)[type];
+  if (Ctor === undefined) return undefined;
+  const data = new Ctor(count);
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array) data.fill(1n);
+  // FP16 as its bit pattern (0x3c00 = 1.0); BOOL as 1 = true.
+  else data.fill(type === 'float16' ? 0x3c00 : 1);
+  return data;
+}
+
 /**
  * Fastest of `runs` probe runs in microseconds (the minimum measures the model, not the machine's
- * momentary load), or undefined when the model cannot be probed.
+ * momentary load), or undefined when the model cannot be probed: a run that fails says nothing
+ * about the cost (the caller then takes a worker thread), and onnxruntime's own error log is kept
+ * quiet for these runs, since nothing is wrong with the model.
  */
 export function probeRunMicros(runner: SessionRunner, config: ModelConfig, runs = 10): Promise<number | undefined> {
   // One probe at a time: models load in parallel, and probes timing each other would mislead.
@@ -45,11 +81,11 @@ async function probeOnce(runner: SessionRunner, config: ModelConfig, runs: numbe
   const times: number[] = [];
   // Run 0 warms the session up (first runs allocate and plan) and is not counted.
   for (let i = 0; i <= runs; i++) {
-    const feeds = probeFeeds(config);
+    const feeds = probeFeeds(config, runner.inputs);
     if (!feeds) return undefined;
     const t0 = performance.now();
     try {
-      await runner.run(feeds, [...runner.outputNames]);
+      await runner.run(feeds, [...runner.outputNames], { quiet: true });
     } catch {
       return undefined;
     }
