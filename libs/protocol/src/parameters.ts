@@ -1,4 +1,5 @@
 import { HttpRequestErrors, JsonAccess } from './request-errors';
+import { setOwn } from './own-keys';
 import type { InferenceRequest, ParameterValue, Parameters } from './request';
 
 /** Request parameter keys with a meaning of their own (not passed to the model as custom parameters). */
@@ -70,7 +71,7 @@ export function applyRequestParameters(
       case 'headers':
         break;
       default:
-        custom[key] = v;
+        setOwn(custom, key, v);
     }
   }
   request.parameters = custom;

@@ -4,6 +4,16 @@ import type { WireParameters } from './wire-types';
 const invalid = (message: string) => expect.objectContaining({ code: 'INVALID_ARG', message });
 
 describe('decodeRequestParameters', () => {
+  it('takes keys named like Object.prototype members as custom parameters', () => {
+    const keys = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'];
+    const params: WireParameters = {};
+    for (const k of keys) Object.defineProperty(params, k, { value: { string_param: k, parameter_choice: 'string_param' }, enumerable: true });
+    const { values } = decodeRequestParameters(params);
+    expect(Object.getPrototypeOf(values)).toBe(Object.prototype);
+    expect(Object.keys(values)).toEqual(keys);
+    for (const k of keys) expect(Object.getOwnPropertyDescriptor(values, k)?.value).toBe(k);
+  });
+
   it('is empty for no parameters', () => {
     expect(decodeRequestParameters({})).toEqual({ values: {}, enableEmptyFinalResponse: false });
   });

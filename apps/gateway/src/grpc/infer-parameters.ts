@@ -1,4 +1,4 @@
-import { InferenceError, type ParameterValue, type Parameters } from '@nereid/protocol';
+import { InferenceError, setOwn, type ParameterValue, type Parameters } from '@nereid/protocol';
 import { GrpcRequestErrors } from '@nereid/protocol';
 import type { WireInferParameter, WireLong, WireParameters } from './wire-types';
 
@@ -15,15 +15,18 @@ export interface DecodedParameters {
 /** `binary_data_output` has no meaning over gRPC (outputs are always raw). */
 const IGNORED_KEYS: ReadonlySet<string> = new Set(['binary_data_output']);
 
-/** The InferParameter member each reserved key accepts over gRPC (spec grpc-protocol.md §3). */
-const RESERVED_CHOICES: Readonly<Record<string, readonly Choice[]>> = {
-  sequence_id: ['int64_param', 'string_param'],
-  sequence_start: ['bool_param'],
-  sequence_end: ['bool_param'],
-  priority: ['int64_param', 'uint64_param'],
-  timeout: ['int64_param'],
-  triton_enable_empty_final_response: ['bool_param'],
-};
+/**
+ * The InferParameter member each reserved key accepts over gRPC (spec grpc-protocol.md §3). A Map:
+ * keys are the client's, and `constructor` or `toString` must not find Object.prototype's members.
+ */
+const RESERVED_CHOICES: ReadonlyMap<string, readonly Choice[]> = new Map<string, readonly Choice[]>([
+  ['sequence_id', ['int64_param', 'string_param']],
+  ['sequence_start', ['bool_param']],
+  ['sequence_end', ['bool_param']],
+  ['priority', ['int64_param', 'uint64_param']],
+  ['timeout', ['int64_param']],
+  ['triton_enable_empty_final_response', ['bool_param']],
+]);
 
 function wrongType(key: string, expected: string): InferenceError {
   return GrpcRequestErrors.parameterType(key, expected);
@@ -81,16 +84,16 @@ export function decodeRequestParameters(params: WireParameters): DecodedParamete
   for (const key of Object.keys(params)) {
     if (IGNORED_KEYS.has(key)) continue;
     const p = params[key];
-    const allowed = RESERVED_CHOICES[key];
+    const allowed = RESERVED_CHOICES.get(key);
     if (key === 'triton_enable_empty_final_response') {
-      enableEmptyFinalResponse = reservedValue(key, p, allowed) === true;
+      enableEmptyFinalResponse = reservedValue(key, p, allowed!) === true;
     } else if (key.startsWith('triton_')) {
       throw GrpcRequestErrors.reservedParameter();
     } else if (allowed) {
       values[key] = reservedValue(key, p, allowed);
     } else {
       const v = customValue(key, p);
-      if (v !== undefined) values[key] = v;
+      if (v !== undefined) setOwn(values, key, v);
     }
   }
   return { values, enableEmptyFinalResponse };
@@ -118,6 +121,6 @@ export function encodeParameters(params: Parameters | undefined): WireParameters
   const keys = Object.keys(params);
   if (keys.length === 0) return undefined;
   const out: WireParameters = {};
-  for (const k of keys) out[k] = encodeParameter(params[k]);
+  for (const k of keys) setOwn(out, k, encodeParameter(params[k]));
   return out;
 }

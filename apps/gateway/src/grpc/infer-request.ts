@@ -3,6 +3,7 @@ import {
   CoreRequestErrors,
   GrpcRequestErrors as Errors,
   newInferenceRequest,
+  setOwn,
   type InferenceRequest,
   type Parameters,
   type RequestedOutput,
@@ -105,7 +106,7 @@ function outputParameters(params: WireParameters): Parameters | undefined {
     if (key === 'classification' || key === 'binary_data') continue;
     const v = customValue(key, params[key]);
     if (v === undefined) continue;
-    (out ??= {})[key] = v;
+    setOwn((out ??= {}), key, v);
   }
   return out;
 }

@@ -1,6 +1,6 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { InferenceCore, LogSettings, TraceSettings } from '@nereid/core';
-import { InferenceError } from '@nereid/protocol';
+import { InferenceError, setOwn } from '@nereid/protocol';
 import { unary } from './unary';
 import type { WireLogSettingValue, WireLogSettingsRequest, WireTraceSettingRequest } from './wire-types';
 
@@ -63,9 +63,7 @@ export function traceUpdateOf(settings: Record<string, { value: string[] }>): Re
   const update: Record<string, unknown> = {};
   for (const key of keys) {
     const values = settings[key].value;
-    if (values.length === 0) update[key] = null;
-    else if (key === 'trace_level' || values.length > 1) update[key] = values;
-    else update[key] = values[0];
+    setOwn(update, key, values.length === 0 ? null : key === 'trace_level' || values.length > 1 ? values : values[0]);
   }
   return update;
 }

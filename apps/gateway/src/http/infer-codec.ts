@@ -5,6 +5,7 @@ import {
   InferenceError,
   JsonAccess,
   newInferenceRequest,
+  setOwn,
   type InferenceRequest,
   type InferenceResponse,
   type ParameterValue,
@@ -53,7 +54,7 @@ function parseParams(raw: Record<string, unknown> | undefined): Record<string, P
   for (const k of Object.keys(raw)) {
     const v = raw[k];
     if (v === null || v === undefined) continue;
-    out[k] = paramValue(k, v);
+    setOwn(out, k, paramValue(k, v));
   }
   return out;
 }

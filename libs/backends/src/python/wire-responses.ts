@@ -1,4 +1,4 @@
-import { InferenceError, type ErrorCode, type InferenceResponse, type Parameters, type ParameterValue } from '@nereid/protocol';
+import { InferenceError, setOwn, type ErrorCode, type InferenceResponse, type Parameters, type ParameterValue } from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
 import type { BlobBuilder } from './frames';
 import { encodeTensors, type ShmSettings, type WireTensor } from './wire-tensors';
@@ -36,7 +36,7 @@ export function parseParameters(text: string | undefined): Parameters | undefine
   const raw = JSON.parse(text) as Record<string, unknown>;
   const out: Parameters = {};
   for (const [k, v] of Object.entries(raw)) {
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') setOwn(out, k, v);
   }
   return out;
 }
