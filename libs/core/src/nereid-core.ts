@@ -1,8 +1,10 @@
 import { checkModelName, type ModelConfig } from '@nereid/model-config';
 import {
   InferenceError,
+  nanos,
   toInferenceError,
   type ExecutionItem,
+  type ExecutionStats,
   type InferenceRequest,
   type InferenceResponse,
   type ResponseSink,
@@ -221,7 +223,7 @@ export class NereidCore implements InferenceCore {
     for (const entry of this.manager.all()) {
       for (const v of entry.versions.values()) {
         if (v.runtime?.key === report.key) {
-          v.runtime.stats.recordBatch(report.batchSize, report.requestCount, report.computeNs);
+          v.runtime.stats.recordBatch(report.batchSize, report.compute);
           return;
         }
       }
@@ -330,12 +332,22 @@ function shapeResponse(rt: VersionRuntime, request: InferenceRequest, response: 
   return { ...base, outputs };
 }
 
+/** Inferences in a request: its batch dimension when the model batches, else 1. */
+function batchSizeOf(rt: VersionRuntime, request: InferenceRequest): number {
+  return (rt.config.max_batch_size ?? 0) > 0 ? (request.inputs[0]?.shape[0] ?? 1) : 1;
+}
+
 /**
  * Where a request's responses go once the model answers: shaping, statistics, then the front
  * door's observer. A class rather than two closures per request (one object, monomorphic calls).
+ * Statistics as Triton keeps them: a success adds the request's duration at its final response;
+ * the instance's report of what the execution cost (queue, compute phases) is added once both
+ * are known, whichever comes first, and never for a request that failed.
  */
 class CoreSink implements ResponseSink {
   private done = false;
+  private succeeded = false;
+  private stats: ExecutionStats | undefined;
 
   constructor(
     private readonly rt: VersionRuntime,
@@ -352,7 +364,7 @@ class CoreSink implements ResponseSink {
         out = shapeResponse(rt, item.request, out);
       } catch (e) {
         this.done = true;
-        rt.stats.recordFailure((now() - item.enqueuedAt!) * 1e6, 'BACKEND');
+        rt.stats.recordFailure(nanos(now() - item.enqueuedAt!), 'BACKEND');
         this.observer.onError(toInferenceError(e));
         return;
       }
@@ -367,13 +379,32 @@ class CoreSink implements ResponseSink {
       this.observer.onResponse(out, final);
     } catch (e) {
       this.done = true;
-      rt.stats.recordFailure((end - item.enqueuedAt!) * 1e6, 'OTHER');
+      rt.stats.recordFailure(nanos(end - item.enqueuedAt!), 'OTHER');
       this.observer.onError(toInferenceError(e));
       return;
     }
     if (final) {
-      const started = item.startedAt ?? end;
-      rt.stats.recordSuccess((end - item.enqueuedAt!) * 1e6, (started - item.enqueuedAt!) * 1e6);
+      rt.stats.recordSuccess(nanos(end - item.enqueuedAt!), batchSizeOf(rt, item.request));
+      this.succeeded = true;
+      if (this.stats) this.recordExecution(this.stats);
+    }
+  }
+
+  executed(stats: ExecutionStats): void {
+    if (this.stats !== undefined) return;
+    this.stats = stats;
+    if (this.succeeded) this.recordExecution(stats);
+  }
+
+  private recordExecution(stats: ExecutionStats): void {
+    const { rt, item } = this;
+    rt.stats.recordExecution(nanos(stats.execStart - item.enqueuedAt!), stats);
+    // An ensemble's step: the ensemble reports its steps' compute time as its own.
+    const tally = item.request.composingStats;
+    if (tally) {
+      tally.inputNs += stats.inputNs;
+      tally.inferNs += stats.inferNs;
+      tally.outputNs += stats.outputNs;
     }
   }
 
@@ -381,7 +412,7 @@ class CoreSink implements ResponseSink {
     if (this.done) return;
     this.done = true;
     const reason = error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
-    this.rt.stats.recordFailure((now() - this.item.enqueuedAt!) * 1e6, reason);
+    this.rt.stats.recordFailure(nanos(now() - this.item.enqueuedAt!), reason);
     this.observer.onError(error);
   }
 }
