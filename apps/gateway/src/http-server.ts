@@ -7,6 +7,7 @@ import type { InferenceCore } from '@nereid/core';
 import { GatewayModule } from './gateway.module';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
+import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
 import type { GatewayOptions } from './tokens';
 
 export interface HttpServerOptions extends GatewayOptions {
@@ -57,10 +58,12 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
         if (req.method === 'POST') {
           const target = matchInferPath(req.url ?? '');
           if (target) {
+            // The fast path writes the nosniff header in its own writeHead calls.
             fastPath.handle(req, res, target[0], target[1]);
             return;
           }
         }
+        res.setHeader(NOSNIFF_NAME, NOSNIFF_VALUE);
         handler(req, res);
       }),
   });

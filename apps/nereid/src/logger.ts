@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import type { LogSettings } from '@nereid/core';
+import { escapeControlCharacters } from '@nereid/protocol';
 
 export type LogLevel = 'info' | 'warn' | 'error' | 'verbose';
 
@@ -44,6 +45,8 @@ export class ServerLogger {
       this.settings.log_format === 'ISO8601'
         ? `${d.toISOString().replace(/\.\d+Z$/, 'Z')} ${letter} ${process.pid} nereid]`
         : `${letter}${pad(d.getMonth() + 1)}${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${micros} ${process.pid} nereid]`;
-    this.out(`${head} ${message}`);
+    // Messages carry client text (model names, ids, a model's own output): each entry stays one
+    // line, so no client can write lines that look like the server's.
+    this.out(`${head} ${escapeControlCharacters(message)}`);
   };
 }

@@ -7,6 +7,7 @@ import { BodyBufferPool } from './body-pool';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
 import { decodeInferRequest, encodeInferResponseText, type EncodedResponseText, type RawInputInfo } from './infer-codec';
+import { NOSNIFF_NAME, NOSNIFF_VALUE } from './nosniff';
 
 /** `/v2/models/<m>[/versions/<v>]/infer` → [model, version]; undefined for any other path. */
 export function matchInferPath(url: string): [string, number] | undefined {
@@ -40,7 +41,7 @@ function parseInferPath(url: string): [string, number] | undefined {
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), [NOSNIFF_NAME]: NOSNIFF_VALUE, ...headers });
   res.end(text);
 }
 
@@ -254,7 +255,7 @@ function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResp
 
 function writeJson(res: ServerResponse, text: string): void {
   // The flat array form: Node walks an object's headers with for-in and hasOwnProperty.
-  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(text))]);
+  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(text)), NOSNIFF_NAME, NOSNIFF_VALUE]);
   res.end(text);
 }
 
@@ -266,6 +267,7 @@ function writeParts(res: ServerResponse, parts: Uint8Array[], headerLength: numb
     headerLength !== undefined
       ? { 'content-type': 'application/octet-stream', 'inference-header-content-length': headerLength, 'content-length': length }
       : { 'content-type': 'application/json', 'content-length': length };
+  headers[NOSNIFF_NAME] = NOSNIFF_VALUE;
   if (encoding) headers['content-encoding'] = encoding;
   res.writeHead(200, headers);
   for (let i = 0; i < parts.length - 1; i++) res.write(parts[i]);
