@@ -1,4 +1,4 @@
-import { JsonNumber, mayHoldInexactNumbers, parseJsonText } from './json-text';
+import { holdsUnsafeInteger, JsonNumber, mayHoldFractionOrExponent, parseJsonText } from './json-text';
 
 const lenient = (text: string): unknown => parseJsonText(text, { keepLiterals: false });
 const literal = (text: string): unknown => parseJsonText(text, { keepLiterals: true });
@@ -46,12 +46,15 @@ describe('parseJsonText', () => {
   });
 });
 
-describe('mayHoldInexactNumbers', () => {
-  it('is false only when every number literal is a short integer', () => {
-    expect(mayHoldInexactNumbers('{"data":[1,-2,123456789012345],"shape":[3]}')).toBe(false);
-    expect(mayHoldInexactNumbers('[1e-400]')).toBe(true);
-    expect(mayHoldInexactNumbers('[5.0]')).toBe(true);
-    expect(mayHoldInexactNumbers('[1E2]')).toBe(true);
-    expect(mayHoldInexactNumbers('[1234567890123456]')).toBe(true);
+describe('mayHoldFractionOrExponent and holdsUnsafeInteger', () => {
+  it('tell when JSON.parse may not have read a number literal exactly', () => {
+    expect(mayHoldFractionOrExponent('{"name":"e","data":[1,-2,1234567890123456789],"shape":[3]}')).toBe(false);
+    expect(mayHoldFractionOrExponent('[1e-400]')).toBe(true);
+    expect(mayHoldFractionOrExponent('[5.0]')).toBe(true);
+    expect(mayHoldFractionOrExponent('[1E2]')).toBe(true);
+    expect(mayHoldFractionOrExponent('["v1.2"]')).toBe(true); // a string: a false alarm, never a miss
+    expect(holdsUnsafeInteger(JSON.parse('[1, [2, 9007199254740991]]'))).toBe(false);
+    expect(holdsUnsafeInteger(JSON.parse('[1, [2, 9007199254740993]]'))).toBe(true);
+    expect(holdsUnsafeInteger(JSON.parse('[-9007199254740992]'))).toBe(true);
   });
 });

@@ -31,13 +31,42 @@ export interface JsonTextOptions {
 /** Nesting deeper than this is refused (a stack of thousands of `[` would overflow the parser). */
 const MAX_DEPTH = 1000;
 
+/** Characters that follow a digit in a number literal with a fraction or an exponent. */
+const FRACTION_OR_EXPONENT = ['.', 'e', 'E'] as const;
+
 /**
- * When false, `JSON.parse` already gives every number of `text` exactly as written: no literal
- * has a fraction or an exponent (both need a digit before `.`, `e` or `E`) and no integer has
- * more than 15 digits (anything shorter is a safe integer). A true answer may come from a string.
+ * When false, no number literal of `text` has a fraction or an exponent (both need a digit right
+ * before `.`, `e` or `E`): JSON.parse read every number as the integer literal it was. A true answer
+ * may come from a string. A few native indexOf scans: cheap even for a large body.
  */
-export function mayHoldInexactNumbers(text: string): boolean {
-  return /[0-9][.eE]|[0-9]{16}/.test(text);
+export function mayHoldFractionOrExponent(text: string): boolean {
+  for (const ch of FRACTION_OR_EXPONENT) {
+    for (let i = text.indexOf(ch, 1); i !== -1; i = text.indexOf(ch, i + 1)) {
+      const c = text.charCodeAt(i - 1);
+      if (c >= 0x30 && c <= 0x39) return true;
+    }
+  }
+  return false;
+}
+
+/** 2^53: from here on, an integer literal may not be the double JSON.parse made of it. */
+const TWO_POW_53 = 2 ** 53;
+
+/**
+ * True when `values` (JSON.parse output: nested arrays of values) holds an integer of magnitude
+ * 2^53 or more, which JSON.parse may have rounded (9007199254740993 reads as ...992).
+ */
+export function holdsUnsafeInteger(values: unknown, depth = 0): boolean {
+  if (!Array.isArray(values) || depth > 100) return false;
+  for (let i = 0; i < values.length; i++) {
+    const v: unknown = values[i];
+    if (typeof v === 'number') {
+      if (v >= TWO_POW_53 || v <= -TWO_POW_53) return true;
+    } else if (Array.isArray(v) && holdsUnsafeInteger(v, depth + 1)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 /**

@@ -11,13 +11,19 @@ import {
   type ParameterValue,
   type RequestedOutput,
 } from '@nereid/protocol';
+import { isUtf8 } from 'node:buffer';
 import {
   decodeJsonData,
   ELEMENT_SIZE,
   encodeJsonData,
   isDataType,
+  holdsUnsafeInteger,
+  JsonNumber,
+  mayHoldFractionOrExponent,
+  parseJsonText,
   tensorDataFromBytes,
   tensorDataToBytes,
+  type DataType,
   type Tensor,
 } from '@nereid/tensor';
 import { checkInferStructure } from './infer-dto';
@@ -43,6 +49,9 @@ export interface RawInputInfo {
 }
 
 function paramValue(key: string, v: unknown): ParameterValue {
+  // An integer beyond 2^53 (a uint64 sequence_id) stays exact, as over gRPC.
+  if (v instanceof JsonNumber) return paramValue(key, v.isIntegerLiteral() && !Number.isSafeInteger(v.value) ? BigInt(v.text) : v.value);
+  if (typeof v === 'bigint') return v;
   if (typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   throw Errors.parameterType(key);
@@ -69,12 +78,76 @@ function parseHeaderLength(value: string | undefined, bodyLength: number): numbe
   return n;
 }
 
-function parseJson(text: Buffer): unknown {
-  try {
-    return JSON.parse(text.toString('utf8'));
-  } catch (e) {
-    throw Errors.jsonParse((e as Error).message);
+/** Datatypes whose JSON elements must be integers, read exactly. */
+const INTEGER_TYPES: ReadonlySet<DataType> = new Set<DataType>([
+  'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64',
+]);
+
+/**
+ * The JSON part of a request → its value and text. JSON is UTF-8 text: other bytes would be
+ * decoded to U+FFFD and reach the model altered, so they are refused. `NaN`, `Inf` and `Infinity`
+ * are numbers, as Triton's parser reads them (JSON.parse does not know them: the slower parser
+ * takes over only when JSON.parse fails).
+ */
+function parseJson(bytes: Buffer): { value: unknown; text: string } {
+  if (!isUtf8(bytes)) {
+    throw InferenceError.invalidArg(
+      'failed to parse the request JSON buffer: it is not valid UTF-8 text (send BYTES that are not UTF-8 text in the binary data format)',
+    );
   }
+  const text = bytes.toString('utf8');
+  try {
+    return { value: JSON.parse(text), text };
+  } catch (e) {
+    try {
+      return { value: parseJsonText(text, { keepLiterals: false }), text };
+    } catch {
+      throw Errors.jsonParse((e as Error).message);
+    }
+  }
+}
+
+/**
+ * Numbers as the client wrote them, where JSON.parse may have changed them: it reads `1e-400` and
+ * `5.0` as the integers 0 and 5, and 9007199254740993 as ...992. The text is parsed again, keeping
+ * such literals (JsonNumber), only when it holds a fraction or an exponent somewhere (strings
+ * included), or when a 64-bit integer tensor or the parameters hold a number of 2^53 or more.
+ */
+class ExactData {
+  private fractionOrExponent: boolean | undefined;
+  private exact: ExactRequest | undefined;
+
+  constructor(private readonly text: string) {}
+
+  /** The `data` of input `index`, for integer datatypes with every number as written. */
+  dataOf(index: number, datatype: DataType, parsed: unknown): unknown {
+    if (!INTEGER_TYPES.has(datatype)) return parsed;
+    const wide = datatype === 'INT64' || datatype === 'UINT64';
+    if (!this.mayHoldFractionOrExponent() && !(wide && holdsUnsafeInteger(parsed))) return parsed;
+    return this.exactRequest().inputs[index].data;
+  }
+
+  /** The request `parameters`, numbers as written (a uint64 sequence_id beyond 2^53 stays exact). */
+  parametersOf(parsed: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+    if (!parsed) return parsed;
+    if (!this.mayHoldFractionOrExponent() && !holdsUnsafeInteger(Object.values(parsed))) return parsed;
+    return this.exactRequest().parameters;
+  }
+
+  private mayHoldFractionOrExponent(): boolean {
+    this.fractionOrExponent ??= mayHoldFractionOrExponent(this.text);
+    return this.fractionOrExponent;
+  }
+
+  private exactRequest(): ExactRequest {
+    this.exact ??= parseJsonText(this.text, { keepLiterals: true }) as ExactRequest;
+    return this.exact;
+  }
+}
+
+interface ExactRequest {
+  parameters?: Record<string, unknown>;
+  inputs: { data?: unknown }[];
 }
 
 /** Raw binary request: the whole body is the data of the model's only input. */
@@ -122,8 +195,9 @@ export function decodeInferRequest(
   const jsonLength = parseHeaderLength(headerLength, body.length);
   if (jsonLength === 0) return decodeRawBinary(body, model, version, rawInputs());
   const jsonEnd = jsonLength ?? body.length;
-  const parsed = parseJson(jsonLength === undefined ? body : body.subarray(0, jsonEnd));
+  const { value: parsed, text } = parseJson(jsonLength === undefined ? body : body.subarray(0, jsonEnd));
   checkInferStructure(parsed);
+  const exact = new ExactData(text);
   const json = parsed as {
     id?: string;
     parameters?: Record<string, unknown>;
@@ -132,9 +206,10 @@ export function decodeInferRequest(
   };
   const request = newInferenceRequest(model, version);
   request.id = json.id ?? '';
-  const { binaryDataOutput } = applyRequestParameters(request, parseParams(json.parameters));
+  const { binaryDataOutput } = applyRequestParameters(request, parseParams(exact.parametersOf(json.parameters)));
   let offset = jsonEnd;
-  for (const input of json.inputs) {
+  for (let index = 0; index < json.inputs.length; index++) {
+    const input = json.inputs[index];
     const p = input.parameters ?? {};
     const binarySize = p.binary_data_size;
     const shm = p.shared_memory_region;
@@ -156,7 +231,7 @@ export function decodeInferRequest(
       data = tensorDataFromBytes(datatype, input.shape, body.subarray(offset, offset + binarySize), input.name, model);
       offset += binarySize;
     } else {
-      data = decodeJsonData(datatype, input.shape, input.data, input.name, model);
+      data = decodeJsonData(datatype, input.shape, exact.dataOf(index, datatype, input.data), input.name, model);
     }
     request.inputs.push({ name: input.name, datatype, shape: input.shape, data });
   }
@@ -195,18 +270,25 @@ export interface EncodedResponseText {
   binary: Uint8Array[];
 }
 
-/** The internal response → v2 JSON text (+ the binary section's parts for outputs asked in binary). */
+/**
+ * The internal response → v2 JSON text (+ the binary section's parts for outputs asked in binary).
+ * Throws INVALID_ARG for an output JSON cannot carry (FP16, BF16, BYTES that are not UTF-8): the
+ * caller answers with the error.
+ */
 export function encodeInferResponseText(response: InferenceResponse, form: OutputForm): EncodedResponseText {
   const binary: Uint8Array[] = [];
+  let exactText = false;
   const outputs = response.outputs.map((t) => {
     const asBinary = form.binary.get(t.name) ?? form.defaultBinary;
-    const out: Record<string, unknown> = { name: t.name, datatype: t.datatype, shape: t.shape };
+    const out: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size: number }; data?: unknown[] | string } =
+      { name: t.name, datatype: t.datatype, shape: t.shape };
     if (asBinary) {
       const bytes = tensorDataToBytes(t);
       out.parameters = { binary_data_size: bytes.byteLength };
       if (bytes.byteLength > 0) binary.push(bytes);
     } else {
       out.data = encodeJsonData(t);
+      if (typeof out.data === 'string') exactText = true;
     }
     return out;
   });
@@ -220,7 +302,16 @@ export function encodeInferResponseText(response: InferenceResponse, form: Outpu
     json.parameters = params;
   }
   json.outputs = outputs;
-  return { json: JSON.stringify(json), binary };
+  if (!exactText) return { json: JSON.stringify(json), binary };
+  // Some data is JSON text already (NaN, -0.0, 64-bit integers beyond 2^53: see encodeJsonData):
+  // the outputs are written piece by piece around it.
+  json.outputs = [];
+  const head = JSON.stringify(json).slice(0, -'[]}'.length);
+  const entries = outputs.map(({ data, ...rest }) => {
+    const text = JSON.stringify(rest).slice(0, -1);
+    return data === undefined ? `${text}}` : `${text},"data":${typeof data === 'string' ? data : JSON.stringify(data)}}`;
+  });
+  return { json: `${head}[${entries.join(',')}]}`, binary };
 }
 
 /** The internal response → v2 JSON (+ binary section for outputs asked in binary). */
