@@ -4,7 +4,7 @@ import { bf16ArrayToFloat32 } from '@nereid/tensor';
 import { aliasOf, ONNX_BFLOAT16, wrapBf16Io } from './bf16-graph';
 import { readOnnxModelInfo, type OnnxValueInfo } from './onnx-model-info';
 import type { RunTensor } from './messages';
-import type { RunOptions, SessionRunner } from './session-runner';
+import type { RunOptions, SessionInput, SessionRunner } from './session-runner';
 
 /**
  * A session of a model opened with its BF16 graph inputs and outputs carried as FLOAT (see
@@ -16,6 +16,7 @@ import type { RunOptions, SessionRunner } from './session-runner';
 export class Bf16SessionRunner implements SessionRunner {
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
+  readonly inputs: readonly SessionInput[] | undefined;
   private readonly inputAliases: ReadonlyMap<string, string>;
   private readonly outputAliases: ReadonlyMap<string, string>;
 
@@ -28,6 +29,10 @@ export class Bf16SessionRunner implements SessionRunner {
     this.outputAliases = new Map(bf16Outputs.map((n) => [aliasOf(n), n]));
     this.inputNames = inner.inputNames.map((n) => this.inputAliases.get(n) ?? n);
     this.outputNames = inner.outputNames.map((n) => this.outputAliases.get(n) ?? n);
+    this.inputs = inner.inputs?.map((i) => {
+      const name = this.inputAliases.get(i.name);
+      return name === undefined ? i : { ...i, name, type: 'bfloat16' };
+    });
   }
 
   run(feeds: RunTensor[], fetches: string[], options?: RunOptions): Promise<RunTensor[]> {

@@ -1,8 +1,8 @@
 import * as ort from 'onnxruntime-node';
-import type { OrtType } from './datatypes';
+import { dataTypeFromOnnx, ortTypeOf, type OrtType } from './datatypes';
 import type { RunTensor } from './messages';
 import type { SessionOptions } from './session-options';
-import type { SessionRunner } from './session-runner';
+import { QUIET_RUN, type RunOptions, type SessionInput, type SessionRunner } from './session-runner';
 
 /**
  * Runs the session on the calling thread (the event loop). Only for tiny models, where the run
@@ -23,24 +23,34 @@ export class InlineSessionRunner implements SessionRunner {
     this.direct = session?.direct ?? false;
     this.inputNames = session?.inputNames ?? [];
     this.outputNames = session?.outputNames ?? [];
+    this.inputs = session?.inputs;
   }
 
   /** Whether runs go to the native session through the per-turn queue. */
   readonly direct: boolean;
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
+  readonly inputs: readonly SessionInput[] | undefined;
 
-  static async open(modelPath: string, options: SessionOptions): Promise<InlineSessionRunner> {
-    const native = openNative(modelPath, options);
-    return new InlineSessionRunner(native ? nativeSession(native) : publicSession(await ort.InferenceSession.create(modelPath, options)));
+  /** `model`: the model file, or its bytes. */
+  static async open(model: string | Uint8Array, options: SessionOptions): Promise<InlineSessionRunner> {
+    const native = openNative(model, options);
+    const session = native
+      ? nativeSession(native)
+      : publicSession(await (typeof model === 'string' ? ort.InferenceSession.create(model, options) : ort.InferenceSession.create(model, options)));
+    return new InlineSessionRunner(session);
   }
 
-  run(feeds: RunTensor[], fetches: string[]): Promise<RunTensor[]> {
+  run(feeds: RunTensor[], fetches: string[], options?: RunOptions): Promise<RunTensor[]> {
     const session = this.session;
     if (!session) return Promise.reject(new Error('the session is closed'));
     const ortFeeds: Record<string, ort.Tensor> = {};
-    for (const t of feeds) ortFeeds[t.name] = new ort.Tensor(t.type, t.data, t.dims);
-    return session.run(ortFeeds, fetches);
+    for (const t of feeds) {
+      // onnxruntime-node has no bfloat16: BF16 feeds are converted by Bf16SessionRunner before here.
+      if (t.type === 'bfloat16') return Promise.reject(new Error(`input '${t.name}': onnxruntime-node cannot take bfloat16 tensors`));
+      ortFeeds[t.name] = new ort.Tensor(t.type, t.data, t.dims);
+    }
+    return session.run(ortFeeds, fetches, options);
   }
 
   close(): Promise<void> {
@@ -54,8 +64,9 @@ export class InlineSessionRunner implements SessionRunner {
 interface EventLoopSession {
   readonly direct: boolean;
   readonly inputNames: readonly string[];
+  readonly inputs: readonly SessionInput[];
   readonly outputNames: readonly string[];
-  run(feeds: Record<string, ort.Tensor>, fetches: string[]): Promise<RunTensor[]>;
+  run(feeds: Record<string, ort.Tensor>, fetches: string[], options: RunOptions | undefined): Promise<RunTensor[]>;
   close(): Promise<void>;
 }
 
@@ -63,9 +74,21 @@ function publicSession(session: ort.InferenceSession): EventLoopSession {
   return {
     direct: false,
     inputNames: session.inputNames,
+    inputs: session.inputMetadata.map((m) => ({
+      name: m.name,
+      type: m.isTensor ? (m.type as OrtType) : undefined,
+      shape: m.isTensor ? m.shape.map((d) => (typeof d === 'number' ? d : -1)) : [],
+    })),
     outputNames: session.outputNames,
     // Every output is fetched: onnxruntime-node 1.23 mislabels the results of a partial fetch list.
-    run: (feeds, fetches) => session.run(feeds).then((results) => pick(results, fetches)),
+    run: (feeds, fetches, options) => {
+      const timing = options?.timing;
+      if (timing) timing.start = performance.now();
+      return session.run(feeds, options?.quiet ? QUIET_RUN : {}).then((results) => {
+        if (timing) timing.end = performance.now();
+        return pick(results, fetches);
+      });
+    },
     close: () => session.release(),
   };
 }
@@ -78,8 +101,13 @@ function nativeSession(session: NativeSession): EventLoopSession {
   return {
     direct: true,
     inputNames: session.inputMetadata.map((m) => m.name),
+    inputs: session.inputMetadata.map((m) => {
+      const datatype = m.isTensor ? dataTypeFromOnnx(m.type) : undefined;
+      return { name: m.name, type: datatype && ortTypeOf(datatype), shape: m.isTensor ? [...m.shape] : [] };
+    }),
     outputNames,
-    run: (feeds, fetches) => new Promise((resolve, reject) => queueRun({ session, feeds, allOutputs, fetches, resolve, reject })),
+    run: (feeds, fetches, options) =>
+      new Promise((resolve, reject) => queueRun({ session, feeds, allOutputs, fetches, options, resolve, reject })),
     close: async () => {
       // Runs already queued for this session go first.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -101,6 +129,7 @@ interface QueuedRun {
   feeds: Record<string, ort.Tensor>;
   allOutputs: Record<string, null>;
   fetches: string[];
+  options: RunOptions | undefined;
   resolve: (outputs: RunTensor[]) => void;
   reject: (error: unknown) => void;
 }
@@ -119,8 +148,12 @@ function runQueued(): void {
   queued = [];
   for (const r of runs) {
     let outputs: RunTensor[];
+    const timing = r.options?.timing;
     try {
-      outputs = pick(r.session.run(r.feeds, r.allOutputs, RUN_OPTIONS), r.fetches);
+      if (timing) timing.start = performance.now();
+      const results = r.session.run(r.feeds, r.allOutputs, r.options?.quiet ? QUIET_RUN : RUN_OPTIONS);
+      if (timing) timing.end = performance.now();
+      outputs = pick(results, r.fetches);
     } catch (e) {
       r.reject(e);
       continue;
@@ -132,8 +165,10 @@ function runQueued(): void {
 /** The class behind onnxruntime-node's sessions (dist/binding.js), as far as it is used here. */
 interface NativeSession {
   loadModel(modelPath: string, options: SessionOptions): void;
+  loadModel(buffer: ArrayBufferLike, byteOffset: number, byteLength: number, options: SessionOptions): void;
   run(feeds: Record<string, ort.Tensor>, fetches: Record<string, null>, options: object): Record<string, ort.Tensor>;
-  readonly inputMetadata: ReadonlyArray<{ name: string }>;
+  /** `type`: ONNX's element type number; `shape`: -1 for a free dimension. */
+  readonly inputMetadata: ReadonlyArray<{ name: string; isTensor: boolean; type: number; shape: number[] }>;
   readonly outputMetadata: ReadonlyArray<{ name: string }>;
   dispose(): void;
 }
@@ -163,7 +198,7 @@ function loadBinding(): NativeBinding | undefined {
 }
 
 /** A CPU session opened through onnxruntime-node's native class (undefined: use the public API). */
-function openNative(modelPath: string, options: SessionOptions): NativeSession | undefined {
+function openNative(model: string | Uint8Array, options: SessionOptions): NativeSession | undefined {
   if (process.env.NEREID_ORT_PUBLIC_API === '1') return undefined;
   const eps = options.executionProviders ?? ['cpu'];
   if (!eps.every((ep) => (typeof ep === 'string' ? ep : ep.name) === 'cpu')) return undefined;
@@ -171,6 +206,7 @@ function openNative(modelPath: string, options: SessionOptions): NativeSession |
   if (!b) return undefined;
   b.initOrt();
   const session = new b.binding.InferenceSession();
-  session.loadModel(modelPath, options);
+  if (typeof model === 'string') session.loadModel(model, options);
+  else session.loadModel(model.buffer, model.byteOffset, model.byteLength, options);
   return session;
 }

@@ -15,19 +15,21 @@ export interface RunTensor {
 
 /** Messages from the instance to its session worker. */
 export type ToWorker =
-  | { kind: 'run'; id: number; feeds: RunTensor[]; fetches: string[] }
+  | { kind: 'run'; id: number; feeds: RunTensor[]; fetches: string[]; quiet?: boolean }
   | { kind: 'close' };
 
 /** Messages from the session worker to its instance. */
 export type FromWorker =
   | { kind: 'ready'; inputNames: string[]; outputNames: string[] }
   | { kind: 'load-error'; message: string }
-  | { kind: 'result'; id: number; outputs: RunTensor[] }
+  /** `start`/`end`: when the run executed, in epoch ms (performance.timeOrigin + performance.now()). */
+  | { kind: 'result'; id: number; outputs: RunTensor[]; start: number; end: number }
   | { kind: 'run-error'; id: number; message: string }
   | { kind: 'closed' };
 
 /** What the worker is started with (`workerData`). */
 export interface WorkerInit {
-  modelPath: string;
+  /** The model file, or the model's bytes (a BF16 model is opened rewritten, see bf16-graph.ts). */
+  model: string | Uint8Array;
   options: unknown;
 }

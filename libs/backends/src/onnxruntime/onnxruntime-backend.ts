@@ -4,6 +4,7 @@ import { resolveInside, type ModelConfig, type ModelOutput } from '@nereid/model
 import { InferenceError } from '@nereid/protocol';
 import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '../backend';
 import { autoCompleteFromOnnx } from './auto-complete';
+import { sessionSourceOf } from './bf16-runner';
 import type { BatchModel } from './batch';
 import { InlineSessionRunner } from './inline-session-runner';
 import { EVENT_LOOP_BUDGET_US, probeRunMicros } from './session-probe';
@@ -54,9 +55,11 @@ export class OnnxRuntimeBackend implements Backend {
     const inlineOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, ...options };
     let runner: SessionRunner;
     try {
+      // The file, or the model rewritten for its BF16 inputs and outputs (bf16-graph.ts).
+      const source = await sessionSourceOf(config, file);
       if (thread === 'auto') {
         // Probe on the event loop; a model too heavy for it moves to a worker thread.
-        const inline = await InlineSessionRunner.open(file, inlineOptions);
+        const inline = source.wrap(await InlineSessionRunner.open(source.model, inlineOptions));
         const micros = await probeRunMicros(inline, config);
         if (micros !== undefined && micros <= EVENT_LOOP_BUDGET_US) {
           thread = 'event_loop';
@@ -64,13 +67,13 @@ export class OnnxRuntimeBackend implements Backend {
         } else {
           await inline.close();
           thread = 'worker';
-          runner = await WorkerSessionRunner.open(file, options);
+          runner = source.wrap(await WorkerSessionRunner.open(source.model, options));
         }
         ctx.log('verbose', `probe of '${modelName}': ${micros === undefined ? 'not probed' : `${micros.toFixed(0)} us`} at its largest batch`);
       } else {
-        runner = thread === 'worker'
-          ? await WorkerSessionRunner.open(file, options)
-          : await InlineSessionRunner.open(file, inlineOptions);
+        runner = source.wrap(thread === 'worker'
+          ? await WorkerSessionRunner.open(source.model, options)
+          : await InlineSessionRunner.open(source.model, inlineOptions));
       }
     } catch (e) {
       throw InferenceError.internal(`failed to load model '${modelName}' version ${ctx.version} from '${file}': ${message(e)}`);
@@ -110,6 +113,19 @@ function checkIoAgainstSession(config: ModelConfig, runner: SessionRunner): void
     }
   }
   const missing = runner.inputNames.filter((n) => !configInputs.has(n));
+  // Triton's backend counts sequence controls and states as expected inputs: the sequence batcher
+  // fills them. Nereid has no sequence batcher yet, so nothing would: say so.
+  const sequence = config.sequence_batching;
+  const sequenceInputs = new Set([
+    ...(sequence?.control_input ?? []).map((c) => c.name ?? ''),
+    ...(sequence?.state ?? []).map((s) => s.input_name ?? ''),
+  ]);
+  const filledBySequenceBatcher = missing.filter((n) => sequenceInputs.has(n));
+  if (filledBySequenceBatcher.length > 0) {
+    throw InferenceError.unsupported(
+      `unable to load model '${modelName}': ONNX inputs ${filledBySequenceBatcher.map((n) => `'${n}'`).join(', ')} are sequence batching controls or states, which Nereid does not provide yet (no sequence batcher)`,
+    );
+  }
   if (missing.length > 0 && configInputs.size > 0) {
     throw InferenceError.invalidArg(
       `unable to load model '${modelName}': configuration expects ${configInputs.size} inputs, model provides ${runner.inputNames.length} (missing from configuration: ${missing.join(', ')})`,

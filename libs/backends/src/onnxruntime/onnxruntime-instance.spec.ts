@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError } from '@nereid/protocol';
+import { allocateTensorData, fromConfigType } from '@nereid/tensor';
 import type { ModelInstance } from '../backend';
 import { OnnxRuntimeBackend } from './onnxruntime-backend';
 import type { OnnxRuntimeInstance } from './onnxruntime-instance';
@@ -143,7 +144,7 @@ describe('OnnxRuntimeInstance on the MLP (worker thread)', () => {
 });
 
 describe('OnnxRuntimeInstance datatypes, reshape and non-batching models', () => {
-  it('maps every datatype both ways through identity_types (BYTES, FP16, INT64, BOOL...)', async () => {
+  it('maps every datatype both ways through identity_types (BYTES, FP16, BF16, INT64, BOOL...)', async () => {
     const dir = path.join(FIXTURES, 'identity_types');
     const config = await backend.autoComplete({
       config: { name: 'identity_types', max_batch_size: 8 },
@@ -171,8 +172,9 @@ describe('OnnxRuntimeInstance datatypes, reshape and non-batching models', () =>
         { name: 'IN_INT16', datatype: 'INT16' as const, shape: [1, 2], data: Int16Array.from([k, -32768]) },
         { name: 'IN_INT32', datatype: 'INT32' as const, shape: [1, 2], data: Int32Array.from([k, -2147483648]) },
         { name: 'IN_FP32', datatype: 'FP32' as const, shape: [1, 2], data: Float32Array.from([k / 4, -0.5]) },
+        { name: 'IN_BF16', datatype: 'BF16' as const, shape: [1, 2], data: Uint16Array.from([0x3f80 + k, 0xc000]) },
       ];
-      const probes = [1, 2].map((k) => probe(request('identity_types', [...row(k), ...rest(k)], [...wanted, 'OUT_UINT8', 'OUT_UINT32', 'OUT_INT16', 'OUT_INT32', 'OUT_FP32'])));
+      const probes = [1, 2].map((k) => probe(request('identity_types', [...row(k), ...rest(k)], [...wanted, 'OUT_UINT8', 'OUT_UINT32', 'OUT_INT16', 'OUT_INT32', 'OUT_FP32', 'OUT_BF16'])));
       await instance.execute(probes.map((p) => p.item));
       for (const [i, k] of [1, 2].entries()) {
         const r = await probes[i].result;
@@ -188,6 +190,70 @@ describe('OnnxRuntimeInstance datatypes, reshape and non-batching models', () =>
           }
         }
       }
+    } finally {
+      await instance.unload();
+    }
+  });
+
+  it('carries BF16 bit patterns exactly through a BF16 graph input and output (issue 11, defect 4)', async () => {
+    const dir = path.join(FIXTURES, 'identity_types');
+    const config = await backend.autoComplete({
+      config: { name: 'identity_types', max_batch_size: 8 },
+      modelDir: dir,
+      versionDir: path.join(dir, '1'),
+      defaultMaxBatchSize: 4,
+    });
+    expect(config.input?.find((i) => i.name === 'IN_BF16')?.data_type).toBe('TYPE_BF16');
+    // A model with BF16 graph inputs or outputs failed to load ("Unsupported data type: 16"): every
+    // session thread opens it now (auto: the load probe feeds it through the BF16 wrapper).
+    for (const thread of ['worker', 'event_loop', 'auto']) {
+      const threaded: ModelConfig = { ...config, parameters: { session_thread: { string_value: thread } } };
+      const instance = await backend.loadInstance(loadContext(dir, threaded));
+      try {
+        // -0, ±inf, the smallest subnormal, the largest finite, 1.0; a NaN keeps its sign (ORT's
+        // cast makes its payload the quiet NaN's).
+        const bits = [0x8000, 0x7f80, 0xff80, 0x0001, 0x7f7f, 0xff7f, 0x3f80, 0x7fc0, 0xffc0];
+        const inputs = config.input!.map((i) => {
+          const datatype = fromConfigType(i.data_type!)!;
+          const n = bits.length;
+          const data = i.name === 'IN_BF16' ? Uint16Array.from(bits) : datatype === 'BYTES' ? Array.from({ length: n }, () => new Uint8Array(0)) : allocateTensorData(datatype, n);
+          return { name: i.name!, datatype, shape: [1, n], data };
+        });
+        const p = probe(request('identity_types', inputs, ['OUT_BF16']));
+        await instance.execute([p.item]);
+        const out = outputOf(await p.result, 'OUT_BF16');
+        expect(out).toMatchObject({ datatype: 'BF16', shape: [1, bits.length] });
+        expect(Array.from(out.data as Uint16Array)).toEqual(bits);
+      } finally {
+        await instance.unload();
+      }
+    }
+  });
+
+  it('refuses BYTES onnxruntime-node would alter (NUL, not UTF-8) and runs the rest of the batch (issue 11, defect 3)', async () => {
+    const dir = path.join(FIXTURES, 'identity_bytes');
+    const config = await backend.autoComplete({ config: { name: 'identity_bytes', max_batch_size: 8 }, modelDir: dir, versionDir: path.join(dir, '1'), defaultMaxBatchSize: 4 });
+    const instance = await backend.loadInstance(loadContext(dir, config));
+    try {
+      const bytes = (...elements: number[][]) => ({ name: 'INPUT0', datatype: 'BYTES' as const, shape: [1, elements.length], data: elements.map((e) => Uint8Array.from(e)) });
+      const good = [[0x68, 0xc3, 0xa9], [], [0xe2, 0x98, 0x83]];
+      const probes = [
+        probe(request('identity_bytes', [bytes([0x61, 0x00, 0x62])])),
+        probe(request('identity_bytes', [bytes([0x61], [0xff, 0xfe])])),
+        probe(request('identity_bytes', [bytes(...good)])),
+      ];
+      await instance.execute(probes.map((q) => q.item));
+      const [nul, notUtf8, ok] = await Promise.all(probes.map((q) => q.result));
+      expect(nul).toBeInstanceOf(InferenceError);
+      expect(nul).toMatchObject({
+        code: 'INVALID_ARG',
+        message: "BYTES element 0 of input 'INPUT0' for model 'identity_bytes' holds a NUL byte, which the onnxruntime backend cannot pass to the model (onnxruntime-node string tensors end at the first NUL)",
+      });
+      expect(notUtf8).toMatchObject({
+        code: 'INVALID_ARG',
+        message: "BYTES element 1 of input 'INPUT0' for model 'identity_bytes' is not valid UTF-8, which the onnxruntime backend cannot pass to the model unchanged (onnxruntime-node string tensors hold text)",
+      });
+      expect((outputOf(ok, 'OUTPUT0').data as Uint8Array[]).map((b) => Array.from(b))).toEqual(good);
     } finally {
       await instance.unload();
     }

@@ -1,8 +1,9 @@
-import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
-import type { ModelInstance } from '../backend';
+import { InferenceError, nanos, toInferenceError, type ExecutionItem } from '@nereid/protocol';
+import { ignoreExecution, type ModelInstance, type ReportExecution } from '../backend';
 import { buildFeeds, fetchesFor, groupCompatible, splitResponses, type BatchModel } from './batch';
 import type { RunTensor } from './messages';
-import type { SessionRunner } from './session-runner';
+import type { RunTiming, SessionRunner } from './session-runner';
+import { checkOrtBytes } from './tensor-convert';
 
 /**
  * One instance of an ONNX model: turns a batch of requests into session runs (one per group of
@@ -31,12 +32,12 @@ export class OnnxRuntimeInstance implements ModelInstance {
    * Not an async function: an async function that returns the run's promise settles two microtask
    * turns after it (the promise is adopted through a thenable job), on every batch.
    */
-  execute(items: ExecutionItem[]): Promise<void> {
-    const accepted = items.filter((item) => this.checkRequestedOutputs(item));
+  execute(items: ExecutionItem[], report: ReportExecution = ignoreExecution): Promise<void> {
+    const accepted = items.filter((item) => this.checkRequestedOutputs(item) && this.checkInputs(item));
     const groups = groupCompatible(accepted, this.model.maxBatchSize > 0);
-    if (groups.length === 1) return this.runGroup(groups[0]);
+    if (groups.length === 1) return this.runGroup(groups[0], report);
     let chain = Promise.resolve();
-    for (const group of groups) chain = chain.then(() => this.runGroup(group));
+    for (const group of groups) chain = chain.then(() => this.runGroup(group, report));
     return chain;
   }
 
@@ -44,14 +45,24 @@ export class OnnxRuntimeInstance implements ModelInstance {
     await this.runner.close();
   }
 
-  /** Never rejects: a failed run fails the group's requests. */
-  private runGroup(items: ExecutionItem[]): Promise<void> {
+  /**
+   * One session run for a group of requests, reported as one execution: compute_input is building
+   * the feeds, compute_infer the run itself, compute_output splitting the outputs into responses.
+   * The queue time ends where the feeds would have been built right before the run: feeds built
+   * early (the run waited for the thread or the loop turn) count as waiting. Never rejects: a
+   * failed run fails the group's requests.
+   */
+  private runGroup(items: ExecutionItem[], report: ReportExecution): Promise<void> {
     let run: Promise<RunTensor[]>;
+    const timing: RunTiming = { start: 0, end: 0 };
+    let inputMs: number;
     try {
+      const t0 = performance.now();
       const fetches = fetchesFor(this.model, items);
       const feeds = buildFeeds(this.model, items, this.copyInputs);
+      inputMs = performance.now() - t0;
       this.sessionRuns++;
-      run = this.runner.run(feeds, fetches);
+      run = this.runner.run(feeds, fetches, { timing });
     } catch (e) {
       this.failAll(items, e);
       return Promise.resolve();
@@ -60,7 +71,11 @@ export class OnnxRuntimeInstance implements ModelInstance {
     return run.then(
       (outputs) => {
         try {
+          const t2 = performance.now();
           const responses = splitResponses(this.model, items, outputs);
+          const outputNs = nanos(performance.now() - t2);
+          const execStart = timing.start - inputMs;
+          report(items, { execStart, inputNs: nanos(inputMs), inferNs: nanos(timing.end - timing.start), outputNs });
           for (let i = 0; i < items.length; i++) items[i].sink.send(responses[i], true);
         } catch (e) {
           this.failAll(items, e);
@@ -73,6 +88,17 @@ export class OnnxRuntimeInstance implements ModelInstance {
   private failAll(items: readonly ExecutionItem[], e: unknown): void {
     const error = toInferenceError(e);
     for (const item of items) item.sink.fail(error);
+  }
+
+  /** Fails a request whose data onnxruntime-node would alter (alone: its batch runs); true when it may run. */
+  private checkInputs(item: ExecutionItem): boolean {
+    try {
+      for (const t of item.request.inputs) checkOrtBytes(t, this.model.name);
+      return true;
+    } catch (e) {
+      item.sink.fail(toInferenceError(e));
+      return false;
+    }
   }
 
   /** Fails a request that asks for an output the model does not have; true when it may run. */

@@ -6,12 +6,15 @@
 const { parentPort, workerData } = require('node:worker_threads');
 const ort = require('onnxruntime-node');
 
+/** Run options of a quiet run (session-runner.ts QUIET_RUN): only fatal messages from onnxruntime. */
+const QUIET_RUN = { logSeverityLevel: 4 };
+
 /** @type {import('onnxruntime-node').InferenceSession | undefined} */
 let session;
 
 async function load() {
   try {
-    session = await ort.InferenceSession.create(workerData.modelPath, workerData.options);
+    session = await ort.InferenceSession.create(workerData.model, workerData.options);
     parentPort.postMessage({ kind: 'ready', inputNames: session.inputNames, outputNames: session.outputNames });
   } catch (e) {
     parentPort.postMessage({ kind: 'load-error', message: e instanceof Error ? e.message : String(e) });
@@ -23,8 +26,11 @@ async function run(msg) {
     const feeds = {};
     for (const t of msg.feeds) feeds[t.name] = new ort.Tensor(t.type, t.data, t.dims);
     // Always fetch every output: onnxruntime-node 1.23 mislabels the results of a partial fetch
-    // list (values come back in model order under the first N output names).
-    const results = await session.run(feeds);
+    // list (values come back in model order under the first N output names). Times in epoch ms:
+    // this thread's performance.now() has an origin of its own.
+    const start = performance.timeOrigin + performance.now();
+    const results = await session.run(feeds, msg.quiet ? QUIET_RUN : {});
+    const end = performance.timeOrigin + performance.now();
     const outputs = [];
     const transfer = [];
     for (const name of msg.fetches) {
@@ -33,7 +39,7 @@ async function run(msg) {
       outputs.push({ name, type: t.type, dims: Array.from(t.dims), data: t.data });
       if (!Array.isArray(t.data) && !transfer.includes(t.data.buffer)) transfer.push(t.data.buffer);
     }
-    parentPort.postMessage({ kind: 'result', id: msg.id, outputs }, transfer);
+    parentPort.postMessage({ kind: 'result', id: msg.id, outputs, start, end }, transfer);
   } catch (e) {
     parentPort.postMessage({ kind: 'run-error', id: msg.id, message: e instanceof Error ? e.message : String(e) });
   }

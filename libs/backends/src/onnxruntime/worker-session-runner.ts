@@ -2,13 +2,14 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { FromWorker, RunTensor, ToWorker, WorkerInit } from './messages';
 import type { SessionOptions } from './session-options';
-import type { SessionRunner } from './session-runner';
+import type { RunOptions, RunTiming, SessionRunner } from './session-runner';
 
 const WORKER_SCRIPT = path.join(__dirname, 'session-worker.js');
 
 interface Pending {
   resolve: (outputs: RunTensor[]) => void;
   reject: (error: Error) => void;
+  timing: RunTiming | undefined;
 }
 
 /**
@@ -34,8 +35,8 @@ export class WorkerSessionRunner implements SessionRunner {
   }
 
   /** Starts the worker and waits until its session is open; rejects with ORT's load error. */
-  static open(modelPath: string, options: SessionOptions): Promise<WorkerSessionRunner> {
-    const init: WorkerInit = { modelPath, options };
+  static open(model: string | Uint8Array, options: SessionOptions): Promise<WorkerSessionRunner> {
+    const init: WorkerInit = { model, options };
     const worker = new Worker(WORKER_SCRIPT, { workerData: init });
     return new Promise((resolve, reject) => {
       const onMessage = (m: FromWorker): void => {
@@ -57,7 +58,7 @@ export class WorkerSessionRunner implements SessionRunner {
     });
   }
 
-  run(feeds: RunTensor[], fetches: string[]): Promise<RunTensor[]> {
+  run(feeds: RunTensor[], fetches: string[], options?: RunOptions): Promise<RunTensor[]> {
     if (this.exitReason !== undefined) return Promise.reject(new Error(this.exitReason));
     const id = this.nextId++;
     const transfer: ArrayBuffer[] = [];
@@ -68,8 +69,8 @@ export class WorkerSessionRunner implements SessionRunner {
     }
     return new Promise<RunTensor[]>((resolve, reject) => {
       if (this.pending.size === 0) this.worker.ref();
-      this.pending.set(id, { resolve, reject });
-      this.post({ kind: 'run', id, feeds, fetches }, transfer);
+      this.pending.set(id, { resolve, reject, timing: options?.timing });
+      this.post({ kind: 'run', id, feeds, fetches, quiet: options?.quiet }, transfer);
     });
   }
 
@@ -99,8 +100,16 @@ export class WorkerSessionRunner implements SessionRunner {
     if (!p) return;
     this.pending.delete(m.id);
     if (this.pending.size === 0) this.worker.unref();
-    if (m.kind === 'result') p.resolve(m.outputs);
-    else p.reject(new Error(m.message));
+    if (m.kind === 'result') {
+      if (p.timing) {
+        // The worker's clock has its own origin: both sides agree on epoch time.
+        p.timing.start = m.start - performance.timeOrigin;
+        p.timing.end = m.end - performance.timeOrigin;
+      }
+      p.resolve(m.outputs);
+    } else {
+      p.reject(new Error(m.message));
+    }
   }
 
   private onExit(reason: string): void {
