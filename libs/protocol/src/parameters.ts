@@ -81,6 +81,8 @@ export function applyRequestParameters(
 /** Where a request's abort signal comes from when it is built only on demand. */
 export interface AbortSource {
   readonly signal: AbortSignal;
+  /** Whether it was aborted, read without building the signal. */
+  readonly aborted: boolean;
 }
 
 /**
@@ -113,6 +115,10 @@ class FreshRequest implements InferenceRequest {
 
   set signal(signal: AbortSignal | undefined) {
     this.ownSignal = signal;
+  }
+
+  get cancelled(): boolean {
+    return this.ownSignal !== undefined ? this.ownSignal.aborted : this.abortSource?.aborted === true;
   }
 }
 
