@@ -4,6 +4,7 @@
  * the metrics), each phase is measured where it happens (queue time ends when the instance starts
  * the request, compute phases are non-zero where work happens) and the parts add up.
  */
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -42,8 +43,12 @@ describe('statistics of executed requests', () => {
       await infer('simple', { inputs: [int32('INPUT0'), int32('INPUT1')] });
       await infer('add_sub_mul', { inputs: [fp32('INPUT_A', [3, 4, 5, 6]), fp32('INPUT_B', [1, 2, 3, 4])] });
     }
-    // Two requests at once on one instance: the second waits for the first (~100 ms in the queue).
-    await Promise.all(['a', 'b'].map((id) => infer('record_wait', { id, inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [100] }] })));
+    // One instance: b arrives while a runs (300 ms) and waits for it.
+    const waitMs = (id: string, ms: number) => ({ id, inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [ms] }] });
+    const a = infer('record_wait', waitMs('a', 300));
+    const executed = path.join(repo, 'record_wait', 'executed.txt');
+    while (!existsSync(executed)) await new Promise((r) => setTimeout(r, 10));
+    await Promise.all([a, infer('record_wait', waitMs('b', 0))]);
   }, 60_000);
   afterAll(() => server?.close());
 
@@ -67,10 +72,10 @@ describe('statistics of executed requests', () => {
   it('counts the wait of a request queued behind another as queue time, not compute time', async () => {
     const is = (await stats('record_wait')).inference_stats as Record<string, Duration>;
     expect(is.success.count).toBe(2);
-    // One waited ~100 ms for the other; both ran ~100 ms.
-    expect(is.queue.ns).toBeGreaterThan(80e6);
-    expect(is.compute_infer.ns).toBeGreaterThan(160e6);
-    expect(is.queue.ns).toBeLessThan(is.compute_infer.ns);
+    // b waited for most of a's 300 ms; only a's run is compute.
+    expect(is.queue.ns).toBeGreaterThan(150e6);
+    expect(is.compute_infer.ns).toBeGreaterThan(290e6);
+    expect(is.compute_infer.ns).toBeLessThan(is.success.ns - is.queue.ns);
   });
 
   it('reports an ensemble as one execution per request with its steps\' compute time', async () => {
