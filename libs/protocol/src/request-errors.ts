@@ -235,6 +235,15 @@ export const GrpcRequestErrors = {
       "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
     ),
 
+  /** A `model_version` that is not an integer (Triton: std::stol's failure, "stol"). */
+  versionNotInteger: (version: string) =>
+    invalid(
+      `failed to get model version from specified version string '${echo(version)}' (details: stol), version should be an integral value > 0`,
+    ),
+
+  versionNegative: (version: string) =>
+    invalid(`invalid model version specified '${echo(version)}' , version should be an integral value > 0`),
+
   classificationType: () => invalid("invalid value type for 'classification' parameter, expected int64_param"),
 
   /** Triton's words say ">= 0" for a check that refuses 0. */

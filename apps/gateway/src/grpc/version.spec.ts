@@ -10,8 +10,13 @@ describe('parseModelVersion', () => {
     expect(() => parseModelVersion(s)).toThrow(
       expect.objectContaining({
         code: 'INVALID_ARG',
-        message: expect.stringContaining(`failed to get model version from specified version string '${s}'`),
+        message: `failed to get model version from specified version string '${s}' (details: stol), version should be an integral value > 0`,
       }),
+    );
+  });
+  it('rejects a negative version in Triton words', () => {
+    expect(() => parseModelVersion('-1')).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARG', message: "invalid model version specified '-1' , version should be an integral value > 0" }),
     );
   });
 });
