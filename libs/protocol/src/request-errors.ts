@@ -102,6 +102,27 @@ export const CoreRequestErrors = {
   byteSizeMismatch: (input: string, model: string, expected: number, got: number) =>
     invalid(`input byte size mismatch for input '${echo(input)}' for model '${echo(model)}'. Expected ${expected}, got ${got}`),
 
+  // BYTES tensors (`ValidateBytesInputs`). The tensor codec checks them without the request at
+  // hand: no request-id prefix.
+  stringElementsBeyond: (input: string, model: string, got: number, expected: number) =>
+    invalid(`unexpected number of string elements ${got} for inference input '${echo(input)}' for model '${echo(model)}', expecting ${expected}`),
+
+  incompleteLengthIndicator: (input: string, model: string, available: number) =>
+    invalid(
+      `incomplete string length indicator for inference input '${echo(input)}' for model '${echo(model)}', expecting 4 bytes but only ` +
+        `${available} bytes available. Please make sure the string length indicator is in one buffer.`,
+    ),
+
+  stringElementCount: (expected: number, input: string, model: string, got: number) =>
+    invalid(`expected ${expected} string elements for inference input '${echo(input)}' for model '${echo(model)}', got ${got}`),
+
+  /** Nereid's own: an element longer than what is left of the data (Triton lets it pass). */
+  stringElementBeyondData: (input: string, model: string, element: number, declared: number, remaining: number) =>
+    invalid(
+      `element byte size exceeds the end of the buffer for inference input '${echo(input)}' for model '${echo(model)}': ` +
+        `element ${element} declares ${declared} bytes, ${remaining} remain`,
+    ),
+
   /** A raw (header-less) HTTP request to a model that has not exactly one input. */
   rawInputCount: (id: string, configInputs: number, model: string) =>
     invalid(
@@ -234,6 +255,16 @@ export const GrpcRequestErrors = {
     invalid(
       "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
     ),
+
+  /** Typed contents in a field of another type than the input's datatype (`InferGRPCToInputHelper`). */
+  contentsType: (input: string, model: string, fieldType: string, datatype: string) =>
+    invalid(
+      `unexpected explicit tensor data for input tensor '${echo(input)}' for model '${echo(model)}' of type '${fieldType}', expected datatype '${echo(datatype)}'`,
+    ),
+
+  /** A second non-empty typed contents field. */
+  contentsTwice: (input: string, model: string) =>
+    invalid(`unexpected explicit tensor data for input tensor '${echo(input)}' for model '${echo(model)}', binary data was already supplied.`),
 
   /** A `model_version` that is not an integer (Triton: std::stol's failure, "stol"). */
   versionNotInteger: (version: string) =>

@@ -131,7 +131,7 @@ describe('binary codec, BYTES', () => {
   it('rejects a truncated length prefix', () => {
     const bytes = new Uint8Array([1, 0, 0, 0, 0x61, 2, 0]);
     expect(errorOf(() => fromBytes('BYTES', [2], bytes)).message).toBe(
-      "element byte size indicator exceeds the end of the buffer for inference input 'IN' for model 'm': element 1 needs 4 bytes for its length, 2 remain",
+      "incomplete string length indicator for inference input 'IN' for model 'm', expecting 4 bytes but only 2 bytes available. Please make sure the string length indicator is in one buffer.",
     );
   });
 

@@ -1,4 +1,4 @@
-import { InferenceError } from './errors';
+import { CoreRequestErrors as Errors } from './errors';
 import { ELEMENT_SIZE, type DataType } from './datatype';
 import { elementCount, type Tensor, type TensorData } from './tensor';
 import { bytesView, isBytesData, viewAs } from './typed';
@@ -22,42 +22,33 @@ export function tensorDataFromBytes(
   if (datatype === 'BYTES') return parseBytesElements(bytes, count, name, model);
   const expected = count * ELEMENT_SIZE[datatype];
   if (bytes.byteLength !== expected) {
-    throw InferenceError.invalidArg(
-      `input byte size mismatch for input '${name}' for model '${model}'. Expected ${expected}, got ${bytes.byteLength}`,
-    );
+    throw Errors.byteSizeMismatch(name, model, expected, bytes.byteLength);
   }
   return viewAs(datatype, bytes);
 }
 
 /** Splits length-prefixed BYTES elements; the element count must match the shape exactly. */
 function parseBytesElements(bytes: Uint8Array, count: number, name: string, model: string): Uint8Array[] {
-  const where = `for inference input '${name}' for model '${model}'`;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out: Uint8Array[] = [];
   let offset = 0;
   while (offset < bytes.byteLength) {
     if (out.length === count) {
-      throw InferenceError.invalidArg(
-        `unexpected number of string elements ${count + 1} ${where}, expecting ${count}`,
-      );
+      throw Errors.stringElementsBeyond(name, model, count + 1, count);
     }
     if (offset + LENGTH_PREFIX > bytes.byteLength) {
-      throw InferenceError.invalidArg(
-        `element byte size indicator exceeds the end of the buffer ${where}: element ${out.length} needs ${LENGTH_PREFIX} bytes for its length, ${bytes.byteLength - offset} remain`,
-      );
+      throw Errors.incompleteLengthIndicator(name, model, bytes.byteLength - offset);
     }
     const length = view.getUint32(offset, true);
     offset += LENGTH_PREFIX;
     if (offset + length > bytes.byteLength) {
-      throw InferenceError.invalidArg(
-        `element byte size exceeds the end of the buffer ${where}: element ${out.length} declares ${length} bytes, ${bytes.byteLength - offset} remain`,
-      );
+      throw Errors.stringElementBeyondData(name, model, out.length, length, bytes.byteLength - offset);
     }
     out.push(bytes.subarray(offset, offset + length));
     offset += length;
   }
   if (out.length !== count) {
-    throw InferenceError.invalidArg(`expected ${count} string elements ${where}, got ${out.length}`);
+    throw Errors.stringElementCount(count, name, model, out.length);
   }
   return out;
 }

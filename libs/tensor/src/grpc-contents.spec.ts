@@ -71,15 +71,21 @@ describe('gRPC typed contents', () => {
 
   it('rejects the wrong field for the datatype', () => {
     expect(errorOf(() => fromContents('FP32', [2], { int_contents: [1, 2] })).message).toBe(
-      "unexpected 'int_contents' for input 'IN' for model 'm': datatype FP32 uses 'fp32_contents'",
+      "unexpected explicit tensor data for input tensor 'IN' for model 'm' of type 'INT32', expected datatype 'FP32'",
     );
-    expect(errorOf(() => fromContents('INT64', [1], { int64_contents: [1], uint64_contents: [1] })).message).toContain(
-      "unexpected 'uint64_contents'",
+    expect(errorOf(() => fromContents('INT8', [1], { uint_contents: [1] })).message).toBe(
+      "unexpected explicit tensor data for input tensor 'IN' for model 'm' of type 'UINT32', expected datatype 'INT8'",
+    );
+    expect(errorOf(() => fromContents('INT64', [1], { int64_contents: [1], uint64_contents: [1] })).message).toBe(
+      "unexpected explicit tensor data for input tensor 'IN' for model 'm', binary data was already supplied.",
     );
   });
 
   it('rejects FP16/BF16 typed contents', () => {
     expect(errorOf(() => fromContents('FP16', [1], { fp32_contents: [1] })).message).toBe(
+      "unexpected explicit tensor data for input tensor 'IN' for model 'm' of type 'FP32', expected datatype 'FP16'",
+    );
+    expect(errorOf(() => fromContents('FP16', [1], {})).message).toBe(
       "FP16 data for input 'IN' for model 'm' must be sent in raw_input_contents, typed contents have no FP16 field",
     );
     expect(errorOf(() => fromContents('BF16', [1], {})).message).toContain('BF16 data');
@@ -90,9 +96,15 @@ describe('gRPC typed contents', () => {
 
   it('rejects a wrong element count', () => {
     expect(errorOf(() => fromContents('INT32', [2, 2], { int_contents: [1, 2, 3] })).message).toBe(
-      "unexpected number of elements in 'int_contents' for input 'IN' for model 'm'. Expected 4 for shape [2,2], got 3",
+      "input byte size mismatch for input 'IN' for model 'm'. Expected 16, got 12",
     );
-    expect(errorOf(() => fromContents('BOOL', [1], {})).message).toContain('Expected 1 for shape [1], got 0');
+    expect(errorOf(() => fromContents('BOOL', [1], {})).message).toBe("input byte size mismatch for input 'IN' for model 'm'. Expected 1, got 0");
+    expect(errorOf(() => fromContents('BYTES', [2], { bytes_contents: ['YQ=='] })).message).toBe(
+      "expected 2 string elements for inference input 'IN' for model 'm', got 1",
+    );
+    expect(errorOf(() => fromContents('BYTES', [1], { bytes_contents: ['YQ==', 'Yg=='] })).message).toBe(
+      "unexpected number of string elements 2 for inference input 'IN' for model 'm', expecting 1",
+    );
   });
 
   const bad: [DataType, InferTensorContents, string][] = [

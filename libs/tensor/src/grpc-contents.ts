@@ -1,5 +1,5 @@
-import { InferenceError } from './errors';
-import type { DataType } from './datatype';
+import { CoreRequestErrors, GrpcRequestErrors, InferenceError } from './errors';
+import { ELEMENT_SIZE, type DataType } from './datatype';
 import { elementCount, type Tensor, type TensorData } from './tensor';
 import { isBytesData } from './typed';
 
@@ -71,6 +71,7 @@ export function tensorDataFromContents(
   name: string,
   model: string,
 ): TensorData {
+  checkFields(datatype, name, model, contents);
   const field = CONTENTS_FIELD[datatype];
   if (field === undefined) {
     throw InferenceError.invalidArg(
@@ -78,26 +79,57 @@ export function tensorDataFromContents(
     );
   }
   const t: Target = { datatype, name, model, field };
-  checkOtherFields(t, contents);
   const values: readonly unknown[] = contents[field] ?? [];
   const expected = elementCount(shape);
-  if (values.length !== expected) {
-    throw InferenceError.invalidArg(
-      `unexpected number of elements in '${field}' for input '${name}' for model '${model}'. Expected ${expected} for shape [${shape.join(',')}], got ${values.length}`,
-    );
-  }
+  if (values.length !== expected) throw countError(t, expected, values.length);
   return convertValues(t, values);
 }
 
-function checkOtherFields(t: Target, contents: InferTensorContents): void {
-  for (const other of CONTENTS_FIELDS) {
-    const v = contents[other];
-    if (other !== t.field && v !== undefined && v !== null && v.length > 0) {
-      throw InferenceError.invalidArg(
-        `unexpected '${other}' for input '${t.name}' for model '${t.model}': datatype ${t.datatype} uses '${t.field}'`,
-      );
-    }
+/** The datatype a typed contents field carries for an input of `datatype` (int_contents: INT8/16/32). */
+function fieldType(field: ContentsField, datatype: DataType): string {
+  switch (field) {
+    case 'int_contents':
+      return datatype === 'INT8' || datatype === 'INT16' ? datatype : 'INT32';
+    case 'uint_contents':
+      return datatype === 'UINT8' || datatype === 'UINT16' ? datatype : 'UINT32';
+    default:
+      return FIELD_TYPE[field];
   }
+}
+
+const FIELD_TYPE: Readonly<Record<ContentsField, string>> = {
+  bool_contents: 'BOOL',
+  int_contents: 'INT32',
+  int64_contents: 'INT64',
+  uint_contents: 'UINT32',
+  uint64_contents: 'UINT64',
+  fp32_contents: 'FP32',
+  fp64_contents: 'FP64',
+  bytes_contents: 'BYTES',
+};
+
+/** Triton's walk over the fields, in its order: one non-empty field, of the input's datatype. */
+function checkFields(datatype: DataType, name: string, model: string, contents: InferTensorContents): void {
+  let supplied = false;
+  for (const f of CONTENTS_FIELDS) {
+    const v = contents[f];
+    if (v === undefined || v === null || v.length === 0) continue;
+    if (supplied) throw GrpcRequestErrors.contentsTwice(name, model);
+    const type = fieldType(f, datatype);
+    if (type !== datatype) throw GrpcRequestErrors.contentsType(name, model, type, datatype);
+    supplied = true;
+  }
+}
+
+/** Too many or too few elements, in the words of Triton's byte-size and BYTES checks. */
+function countError(t: Target, expected: number, got: number): InferenceError {
+  if (t.datatype === 'BYTES') {
+    return got > expected
+      ? CoreRequestErrors.stringElementsBeyond(t.name, t.model, expected + 1, expected)
+      : CoreRequestErrors.stringElementCount(expected, t.name, t.model, got);
+  }
+  const size = ELEMENT_SIZE[t.datatype];
+  return CoreRequestErrors.byteSizeMismatch(t.name, t.model, expected * size, got * size);
 }
 
 function convertValues(t: Target, values: readonly unknown[]): TensorData {
