@@ -163,6 +163,9 @@ export const HttpRequestErrors = {
   /** `detail` is the JSON parser's own message. */
   jsonParse: (detail: string) => invalid(`failed to parse the request JSON buffer: ${echo(detail)}`),
 
+  /** The request's `parameters` is not a JSON object. */
+  requestParameters: () => invalid('failed to get request params.: attempt to get members for non-object'),
+
   /** `Unable to parse '<field>': <detail>`, detail usually one of JsonAccess. */
   unableToParse: (field: string, detail: string) => invalid(`Unable to parse '${echo(field)}': ${detail}`),
 

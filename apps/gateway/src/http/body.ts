@@ -59,7 +59,7 @@ export function parseJsonBody(body: unknown): Record<string, unknown> | undefine
   try {
     parsed = JSON.parse(buf.toString('utf8'));
   } catch (e) {
-    throw InferenceError.invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+    throw HttpRequestErrors.jsonParse((e as Error).message);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw InferenceError.invalidArg('the request body must be a JSON object');

@@ -86,7 +86,7 @@ function fieldError(e: ValidationError, owner: object | undefined): InferenceErr
       return Errors.invalidDatatype((owner as InferInputDto | undefined)?.name ?? '');
     case 'parameters':
       // The request's own parameters are enumerated; Triton only looks into a tensor's.
-      if (owner === undefined) return InferenceError.invalidArg('failed to get request params.: attempt to get members for non-object');
+      if (owner === undefined) return Errors.requestParameters();
       return Errors.unableToParse('parameters', JsonAccess.object);
     default:
       return accessError(e.property, e.value, JsonAccess.string);
