@@ -25,8 +25,12 @@ export function batchRulesOf(config: ModelConfig): BatchRules {
   };
 }
 
-/** What to do with the head of the queue now. */
-export type BatchDecision = { send: number } | { waitUntil: number };
+/**
+ * What to do with the head of the queue now: send its first `send` requests (`full`: nothing queued
+ * later could join that batch: it reached max_batch_size, the model does not batch, or the next
+ * request does not fit), or wait until `waitUntil` for a fuller batch.
+ */
+export type BatchDecision = { send: number; full: boolean } | { waitUntil: number };
 
 /** Batch size a request contributes: its first input's first dimension (1 when not batching). */
 export function requestBatchSize(request: InferenceRequest, rules: BatchRules): number {
@@ -80,9 +84,9 @@ export function formBatch(queue: Iterable<QueuedItem>, rules: BatchRules, now: n
     if (size >= rules.maxBatchSize) break;
   }
   if (count === 0) return undefined;
-  if (size >= rules.maxBatchSize) return { send: count };
-  if (bestPreferred > 0) return { send: bestPreferred };
+  if (size >= rules.maxBatchSize) return { send: count, full: true };
+  if (bestPreferred > 0) return { send: bestPreferred, full: blocked && bestPreferred === count };
   const deadline = oldest + rules.maxQueueDelayMs;
-  if (blocked || flush || rules.maxQueueDelayMs <= 0 || now >= deadline) return { send: count };
+  if (blocked || flush || rules.maxQueueDelayMs <= 0 || now >= deadline) return { send: count, full: blocked };
   return { waitUntil: deadline };
 }

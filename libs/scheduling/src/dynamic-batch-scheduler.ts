@@ -11,9 +11,13 @@ import type { Clock, Scheduler, SchedulerOptions } from './types';
 
 /**
  * Triton's dynamic batcher: requests wait in priority queues with their queue policies and are
- * combined into batches (see `formBatch`) whenever an instance is free. One timer wakes the
- * batcher for the next queue-delay end or queue timeout. With `max_batch_size` 0 every request
- * runs alone but priorities and queue policies still apply.
+ * combined into batches (see `formBatch`) when an instance can start them. While every instance is
+ * busy the next batch keeps growing in the queue (its requests stay under their queue policies,
+ * priorities and cancellation until it runs). A busy instance that pipelines (depth > 1) is handed
+ * a batch ahead only where Triton prefetches (no queue policy: `allowsPrefetch`) and only a batch
+ * that nothing queued later could join (`full`), so an early hand-over never makes batches smaller.
+ * One timer wakes the batcher for the next queue-delay end or queue timeout. With `max_batch_size`
+ * 0 every request runs alone but priorities and queue policies still apply.
  */
 export class DynamicBatchScheduler implements Scheduler {
   private readonly queue: PriorityQueue;
@@ -95,12 +99,15 @@ export class DynamicBatchScheduler implements Scheduler {
    */
   private pass(now: number): number {
     for (const q of this.queue.expire(now)) q.item.sink.fail(timeoutExpiredError());
-    while (this.pool.hasFree && this.queue.size > 0) {
+    while (this.queue.size > 0 && this.pool.hasFree) {
       for (const q of this.queue.removeCancelled()) q.item.sink.fail(cancelledError(q.item.request));
       if (this.queue.size === 0) break;
+      const idle = this.pool.hasIdle;
       const decision = formBatch(this.queue.inOrder(), this.rules, now, this.latch.stopping);
       if (decision === undefined) break;
-      if ('waitUntil' in decision) return decision.waitUntil;
+      // With every instance busy there is nothing to wake up for: the batch grows until one frees.
+      if ('waitUntil' in decision) return idle ? decision.waitUntil : Infinity;
+      if (!idle && !decision.full) break;
       this.pool.dispatch(this.queue.shiftN(decision.send).map((q) => q.item));
     }
     return Infinity;

@@ -4,9 +4,9 @@ import type { ExecuteBatch } from './types';
 
 /**
  * The model instances as the scheduler sees them: how many batches each is running, and which
- * can take one more. An idle instance is always preferred; with `depth` > 1 a busy instance takes
- * up to `depth` batches at once (it queues the next batch while it runs one). The scheduler decides
- * the depth: see `prefetchDepth`.
+ * can take one more. An idle instance is always preferred; with `depth` > 1 a busy instance may
+ * take up to `depth` batches at once (it queues the next batch while it runs one). The scheduler
+ * decides when a batch may go to a busy instance (`hasIdle` says whether one would have to).
  *
  * A batch whose `execute` rejects fails its unanswered requests; the instance is freed in every
  * case and `onFree` is called so the scheduler can hand out the next batch.
@@ -27,9 +27,14 @@ export class InstancePool {
     this.depth = Math.max(1, Math.floor(depth));
   }
 
-  /** Whether `dispatch` may be called now. */
+  /** Whether `dispatch` may be called now: some instance is idle or has room. */
   get hasFree(): boolean {
-    return this.pick() !== -1;
+    return this.pick(true) !== -1;
+  }
+
+  /** Whether some instance runs nothing: it can start a batch now. */
+  get hasIdle(): boolean {
+    return this.pick(false) !== -1;
   }
 
   /** Requests in batches that have not finished. */
@@ -37,9 +42,9 @@ export class InstancePool {
     return this.running;
   }
 
-  /** Runs `items` on the least busy instance that may take them. Callers check `hasFree` first. */
+  /** Runs `items` on an idle instance, else on the least busy one with room. Callers check `hasFree` first. */
   dispatch(items: ExecutionItem[]): void {
-    const instance = this.pick();
+    const instance = this.pick(true);
     if (instance === -1) throw new Error('InstancePool.dispatch called with no free instance');
     const guarded = items.map((item) => ({ ...item, sink: new GuardedSink(item.sink) }));
     this.load[instance]++;
@@ -61,13 +66,13 @@ export class InstancePool {
     );
   }
 
-  /** An idle instance, else (depth > 1) the least busy one with room; -1 when none may take a batch. */
-  private pick(): number {
+  /** An idle instance, else (`ahead`, depth > 1) the least busy one with room; -1 when none. */
+  private pick(ahead: boolean): number {
     let best = -1;
     for (let i = 0; i < this.load.length; i++) {
       const n = this.load[i];
       if (n === 0) return i;
-      if (n < this.depth && (best === -1 || n < this.load[best])) best = i;
+      if (ahead && n < this.depth && (best === -1 || n < this.load[best])) best = i;
     }
     return best;
   }

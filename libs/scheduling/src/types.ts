@@ -28,9 +28,11 @@ export interface SchedulerOptions {
   instanceCount: number;
   /**
    * Batches one instance accepts at once (default 1). An instance that queues the next batch while
-   * it runs one takes more; the scheduler hands it a second batch only where Triton would prefetch
-   * (see `prefetchDepth`): a request handed over early no longer waits where its queue timeout,
-   * priority and cancellation apply.
+   * it runs one takes more; a scheduler uses that only where handing work over early changes
+   * nothing the client sees: the default scheduler always (no batches, no queue policy), the
+   * dynamic batcher where Triton would prefetch (`allowsPrefetch`) and only for batches that could
+   * not grow anyway. A request handed over early no longer waits where its queue timeout, priority
+   * and cancellation apply, and a batch handed over early stops growing.
    */
   depth?: number;
   execute: ExecuteBatch;
