@@ -30,6 +30,11 @@ export interface InferenceRequest {
   sequenceId: bigint | string;
   sequenceStart: boolean;
   sequenceEnd: boolean;
+  /**
+   * A row the sequence batcher (direct strategy) adds for an empty slot: zero data, READY false,
+   * id ''. It runs like any row; statistics never count it as an inference.
+   */
+  padding?: boolean;
   /** 0 = model default. */
   priority: number;
   /** Timeout in microseconds; 0 = none. */
