@@ -8,6 +8,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { MODELS: EXAMPLE_MODELS } = require('./onnx/example-models');
 const { LOAD_PROBE_MODELS } = require('./onnx/load-probe-models');
+const { SEQUENCE_MODELS } = require('./onnx/sequence-models');
 const { verifyModel } = require('./onnx/verify');
 
 const root = path.resolve(__dirname, '..');
@@ -21,7 +22,7 @@ function writeIfChanged(file, content) {
   return true;
 }
 
-const MODELS = [...EXAMPLE_MODELS, ...LOAD_PROBE_MODELS];
+const MODELS = [...EXAMPLE_MODELS, ...LOAD_PROBE_MODELS, ...SEQUENCE_MODELS];
 
 async function main() {
   const checkOnly = process.argv.includes('--check');
