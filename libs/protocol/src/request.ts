@@ -30,11 +30,6 @@ export interface InferenceRequest {
   sequenceId: bigint | string;
   sequenceStart: boolean;
   sequenceEnd: boolean;
-  /**
-   * A row the sequence batcher (direct strategy) adds for an empty slot: zero data, READY false,
-   * id ''. It runs like any row; statistics never count it as an inference.
-   */
-  padding?: boolean;
   /** 0 = model default. */
   priority: number;
   /** Timeout in microseconds; 0 = none. */
@@ -53,6 +48,12 @@ export interface InferenceRequest {
    * their sums as its own compute time.
    */
   composingStats?: ComputeDurations;
+  /**
+   * A row the sequence batcher adds to fill an empty slot of a direct-strategy batch (READY false,
+   * zero data, id ''): it is executed with the batch but is no inference of its own, so statistics
+   * do not count it and its responses go nowhere.
+   */
+  padding?: boolean;
 }
 
 /** Whether the client of `request` has gone away (see `InferenceRequest.cancelled`). */
