@@ -1,4 +1,4 @@
-import { BackendRegistry, EnsembleBackend, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
+import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
 import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings } from '@nereid/core';
 import { startHttpServer, startGrpcServer } from '@nereid/gateway';
 import { startMetricsServer } from '@nereid/metrics';
@@ -25,7 +25,7 @@ export function defaultBackends(options: ServeOptions): BackendRegistry {
   // Where python3 is a version manager's shim, finding the real interpreter takes a while: it is
   // asked now, in parallel with the rest of the start-up.
   python.warmUp();
-  return new BackendRegistry().register(new OnnxRuntimeBackend()).register(python).register(new EnsembleBackend());
+  return new BackendRegistry().register(new OnnxRuntimeBackend()).register(python);
 }
 
 /**
@@ -56,7 +56,17 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     },
     logger.log,
   );
-  const scheduler = new SchedulerHost(worker);
+  // Ensembles send their steps back through the core, each to its own model's scheduler.
+  const scheduler = new SchedulerHost(worker, {
+    inferStep: (request, sink) =>
+      core.infer(request, {
+        onResponse: (r, final) => sink.send(r, final),
+        onError: (e) => sink.fail(e),
+        onExecuted: (stats) => sink.executed?.(stats),
+      }),
+    modelBatches: (name, version) => core.modelBatches(name, version),
+    onBatch: (report) => core.onBatch(report),
+  });
   const transport = createInMemoryTransport(scheduler, worker);
   const manager = new ModelRepositoryManager(
     {

@@ -1,19 +1,37 @@
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, type ExecutionItem } from '@nereid/protocol';
-import { createScheduler, type Scheduler } from '@nereid/scheduling';
-import type { ModelKey, SchedulerChannel, WorkerCapacity, WorkerChannel } from '@nereid/transport';
+import { createScheduler, type EnsembleServices, type Scheduler } from '@nereid/scheduling';
+import type { BatchReport, ModelKey, SchedulerChannel, WorkerCapacity, WorkerChannel } from '@nereid/transport';
+
+/** What the schedulers need from the rest of the server: ensembles send their steps back into it. */
+export interface SchedulerServices {
+  /** Sends a step request through the server's infer path (its model's scheduler, statistics). */
+  inferStep: EnsembleServices['inferStep'];
+  modelBatches: EnsembleServices['modelBatches'];
+  /** Statistics of one execution that no worker ran (an ensemble request). */
+  onBatch(report: BatchReport): void;
+}
 
 /** Hosts one scheduler per loaded model version; batches go to the workers through the channel. */
 export class SchedulerHost implements SchedulerChannel {
   private readonly schedulers = new Map<ModelKey, Scheduler>();
 
-  constructor(private readonly worker: WorkerChannel) {}
+  constructor(
+    private readonly worker: WorkerChannel,
+    private readonly services?: SchedulerServices,
+  ) {}
 
   open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity): void {
+    const services = this.services;
     const scheduler = createScheduler(config, {
       instanceCount: Math.max(1, capacity.instances),
       depth: capacity.depth,
       execute: (instance, items) => this.worker.execute(key, instance, items),
+      ensemble: services && {
+        inferStep: services.inferStep,
+        modelBatches: services.modelBatches,
+        onExecution: (batchSize, compute) => services.onBatch({ key, batchSize, requestCount: 1, compute }),
+      },
     });
     this.schedulers.set(key, scheduler);
   }

@@ -12,18 +12,8 @@ interface LoadedModel {
   activeCount: number;
 }
 
-export function isEnsemble(config: ModelConfig): boolean {
-  return config.platform === 'ensemble';
-}
-
-/** The backend that runs a config: its `backend`, or `ensemble` for ensembles. */
-export function backendOf(config: ModelConfig): string {
-  return isEnsemble(config) ? 'ensemble' : (config.backend ?? '');
-}
-
 /** Instance specs of a config's instance groups, passive instances last (they take no requests). */
 export function instanceSpecs(config: ModelConfig): { active: InstanceSpec[]; passive: InstanceSpec[] } {
-  if (isEnsemble(config)) return { active: [{ name: `${config.name}_0`, kind: 'KIND_CPU', deviceId: 0 }], passive: [] };
   const active: InstanceSpec[] = [];
   const passive: InstanceSpec[] = [];
   (config.instance_group ?? []).forEach((g: ModelInstanceGroup, gi: number) => {
@@ -43,6 +33,7 @@ export function instanceSpecs(config: ModelConfig): { active: InstanceSpec[]; pa
 
 /**
  * Hosts model instances and runs batches on them. Knows backends, not protocols or transports.
+ * Ensembles have no instances (their scheduler sends their steps to their models): none load here.
  */
 export class WorkerHost implements WorkerChannel {
   private readonly models = new Map<ModelKey, LoadedModel>();
@@ -60,7 +51,7 @@ export class WorkerHost implements WorkerChannel {
 
   async load(spec: WorkerLoadSpec): Promise<WorkerCapacity> {
     const { config } = spec;
-    const backend = this.backends.get(backendOf(config));
+    const backend = this.backends.get(config.backend ?? '');
     const { active, passive } = instanceSpecs(config);
     const instances: ModelInstance[] = [];
     const modelLog: WorkerLog = (level, message) => this.log(level, `[${config.name}:${spec.version}] ${message}`);

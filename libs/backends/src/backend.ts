@@ -6,9 +6,9 @@ export type { ExecutionItem, ExecutionStats };
 /**
  * How an instance reports what it did (Triton's TRITONBACKEND_ModelInstanceReportStatistics and
  * ReportBatchStatistics in one call): one call per model execution (a session run, a Python
- * `execute`, an ensemble request), naming the requests it covered and what its phases cost. Every
+ * `execute`), naming the requests it covered and what its phases cost. Every
  * executed request is reported once, before the `execute` promise settles or, for work that
- * outlives it (a decoupled model, an ensemble), when that work is done; its responses may go
+ * outlives it (a decoupled model), when that work is done; its responses may go
  * before or after. Build `stats` with `executionStats` from the four timestamps.
  */
 export type ReportExecution = (items: readonly ExecutionItem[], stats: ExecutionStats) => void;
@@ -34,7 +34,7 @@ export interface LoadContext {
   versionDir: string;
   version: number;
   instance: InstanceSpec;
-  /** Calls any model served by this server (BLS, ensembles). */
+  /** Calls any model served by this server (BLS). */
   infer?: InferFn;
   /** Log sink tagged with the model. */
   log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;

@@ -89,6 +89,11 @@ export interface LoadOptions {
 export interface ResponseObserver {
   onResponse(response: InferenceResponse | undefined, final: boolean): void;
   onError(error: import('@nereid/protocol').InferenceError): void;
+  /**
+   * What the request's execution cost, once it has succeeded and its instance has reported it
+   * (before or after its final response). Ensembles add their steps' compute time from it.
+   */
+  onExecuted?(stats: import('@nereid/protocol').ExecutionStats): void;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import type { BackendRegistry } from '@nereid/backends';
-import { checkModelName, resolveInside, type ModelConfig } from '@nereid/model-config';
+import { checkModelName, ENSEMBLE_PLATFORM, resolveInside, type ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError } from '@nereid/protocol';
 import { fingerprint, listVersions, scanRepositories, selectVersions, versionDir, type ModelLocation } from '@nereid/repository';
 import type { SchedulerChannel, WorkerChannel } from '@nereid/transport';
@@ -231,14 +231,18 @@ export class ModelRepositoryManager {
     const key = `${config.name}/${version}/${++this.generation}`;
     const started = performance.now();
     try {
-      const instanceCount = await this.worker.load({
-        key,
-        config,
-        modelDir: location.path,
-        versionDir: await versionDir(location.path, version),
-        version,
-      });
-      this.scheduler.open(key, config, instanceCount);
+      // An ensemble has no instances: its scheduler sends its steps to their models.
+      const capacity =
+        config.platform === ENSEMBLE_PLATFORM
+          ? { instances: 0, depth: 1 }
+          : await this.worker.load({
+              key,
+              config,
+              modelDir: location.path,
+              versionDir: await versionDir(location.path, version),
+              version,
+            });
+      this.scheduler.open(key, config, capacity);
       const runtime: VersionRuntime = {
         key,
         config,

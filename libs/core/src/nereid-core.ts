@@ -167,6 +167,15 @@ export class NereidCore implements InferenceCore {
     return this.resolve(name, version).config.model_transaction_policy?.decoupled === true;
   }
 
+  /** Whether a served model batches (max_batch_size > 0); undefined when it is not served. For ensembles' steps. */
+  modelBatches(name: string, version: number): boolean | undefined {
+    try {
+      return (this.resolve(name, version).config.max_batch_size ?? 0) > 0;
+    } catch {
+      return undefined;
+    }
+  }
+
   infer(request: InferenceRequest, observer: ResponseObserver): void {
     let rt: VersionRuntime;
     try {
@@ -400,12 +409,7 @@ class CoreSink implements ResponseSink {
     const { rt, item } = this;
     rt.stats.recordExecution(nanos(stats.execStart - item.enqueuedAt!), stats);
     // An ensemble's step: the ensemble reports its steps' compute time as its own.
-    const tally = item.request.composingStats;
-    if (tally) {
-      tally.inputNs += stats.inputNs;
-      tally.inferNs += stats.inferNs;
-      tally.outputNs += stats.outputNs;
-    }
+    this.observer.onExecuted?.(stats);
   }
 
   fail(error: InferenceError): void {

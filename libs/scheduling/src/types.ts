@@ -1,4 +1,5 @@
 import type { ExecutionItem } from '@nereid/protocol';
+import type { EnsembleServices } from './ensemble-run';
 
 /** Time source and timers, injected so that schedulers can be tested with a fake clock. */
 export interface Clock {
@@ -38,4 +39,6 @@ export interface SchedulerOptions {
   execute: ExecuteBatch;
   /** Default: `systemClock` (performance.now + setTimeout). */
   clock?: Clock;
+  /** What an ensemble's scheduler calls its steps with; required for `platform: "ensemble"`. */
+  ensemble?: EnsembleServices;
 }

@@ -1,2 +1,0 @@
-export * from './ensemble-backend';
-export * from './ensemble-instance';

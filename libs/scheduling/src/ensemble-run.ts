@@ -1,0 +1,219 @@
+import {
+  InferenceError,
+  isCancelled,
+  toInferenceError,
+  type ComputeDurations,
+  type ExecutionItem,
+  type InferenceRequest,
+  type InferenceResponse,
+  type ResponseSink,
+} from '@nereid/protocol';
+import type { Tensor } from '@nereid/tensor';
+import type { EnsemblePlan, PlannedStep } from './ensemble-plan';
+import { cancelledError } from './rejections';
+
+/**
+ * What an ensemble scheduler needs from the server around it.
+ */
+export interface EnsembleServices {
+  /**
+   * Sends a step's request into the server as a client request would go: validation, its model's
+   * own scheduler (so steps batch across ensemble requests), statistics. Its responses and its
+   * failure go to `sink`, possibly synchronously; so does what its execution cost (`executed`),
+   * once the step has succeeded and its instance has reported it.
+   */
+  inferStep(request: InferenceRequest, sink: ResponseSink): void;
+  /**
+   * Whether the served model batches (max_batch_size > 0); undefined when it is not served (the
+   * step request then fails with the server's own words).
+   */
+  modelBatches(name: string, version: number): boolean | undefined;
+  /** One ensemble request was executed: `batchSize` inferences, its steps' compute time (batch statistics). */
+  onExecution?(batchSize: number, compute: ComputeDurations): void;
+}
+
+/**
+ * One ensemble request flowing through its steps (Triton's EnsembleContext). A step is sent as
+ * soon as every tensor it reads is there; each response of a step (a decoupled step sends several)
+ * makes its outputs available and sends the steps that read them, so independent steps run in
+ * parallel and every response flows on. The request ends once no step is running: a decoupled
+ * ensemble has sent each complete set of outputs as it appeared, any other sends its one response.
+ * The first step failure fails the request; nothing is sent after it.
+ */
+export class EnsembleRun {
+  private readonly tensors = new Map<string, Tensor>();
+  private readonly tally: ComputeDurations = { inputNs: 0, inferNs: 0, outputNs: 0 };
+  private running = 0;
+  /** Steps sent whose execution statistics have not come back yet. */
+  private unreported = 0;
+  private ended = false;
+  /** Answered successfully, execution not reported yet. */
+  private reportDue = false;
+  private answer: InferenceResponse | undefined;
+  private readonly execStart: number;
+
+  constructor(
+    private readonly plan: EnsemblePlan,
+    private readonly item: ExecutionItem,
+    private readonly services: EnsembleServices,
+    now: number,
+    private readonly onEnd: () => void,
+  ) {
+    this.execStart = now;
+    for (const t of item.request.inputs) this.tensors.set(t.name, t);
+  }
+
+  start(): void {
+    // Held while the first steps are sent, so that one answering at once cannot end the request.
+    this.running++;
+    for (const step of this.plan.roots) this.send(step);
+    this.running--;
+    this.settle();
+  }
+
+  /** Sends one step's request with the tensors it reads as they are now. */
+  private send(step: PlannedStep): void {
+    if (this.ended) return;
+    const parent = this.item.request;
+    if (isCancelled(parent)) {
+      this.fail(cancelledError(parent));
+      return;
+    }
+    // A non-batching ensemble feeding a batching model: the step gets a batch of one (Triton's rule).
+    const addBatch = !this.plan.batching && this.services.modelBatches(step.modelName, step.modelVersion) === true;
+    const inputs: Tensor[] = [];
+    for (const [modelInput, tensor] of step.inputs) {
+      const t = this.tensors.get(tensor)!;
+      inputs.push({ ...t, name: modelInput, shape: addBatch ? [1, ...t.shape] : t.shape });
+    }
+    this.running++;
+    this.unreported++;
+    this.services.inferStep(stepRequest(parent, step, inputs), {
+      send: (response, final) => this.onStepResponse(step, addBatch, response, final),
+      fail: (error) => this.fail(error),
+      executed: (stats) => this.onStepExecuted(stats),
+    });
+  }
+
+  private onStepResponse(step: PlannedStep, removeBatch: boolean, response: InferenceResponse | undefined, final: boolean): void {
+    if (this.ended) return;
+    if (response) {
+      const produced: string[] = [];
+      for (const out of response.outputs) {
+        const target = step.outputs.get(out.name);
+        if (target === undefined) continue;
+        const shape = removeBatch && out.shape[0] === 1 ? out.shape.slice(1) : out.shape;
+        this.tensors.set(target, { ...out, name: target, shape });
+        produced.push(target);
+      }
+      try {
+        this.flowOn(produced);
+      } catch (e) {
+        this.fail(toInferenceError(e));
+        return;
+      }
+    }
+    if (final) {
+      this.running--;
+      this.settle();
+    }
+  }
+
+  /** A step's execution statistics: the ensemble's compute time is the sum of its steps'. */
+  private onStepExecuted(stats: ComputeDurations): void {
+    this.tally.inputNs += stats.inputNs;
+    this.tally.inferNs += stats.inferNs;
+    this.tally.outputNs += stats.outputNs;
+    this.unreported--;
+    this.report();
+  }
+
+  /** New values of `produced`: the ensemble's outputs when complete, then every step that reads them. */
+  private flowOn(produced: string[]): void {
+    const outputs = this.plan.outputNames;
+    if (produced.some((n) => outputs.includes(n)) && outputs.every((n) => this.tensors.has(n))) {
+      const response: InferenceResponse = {
+        id: this.item.request.id,
+        modelName: this.item.request.modelName,
+        modelVersion: '',
+        outputs: outputs.map((n) => this.tensors.get(n)!),
+      };
+      if (this.plan.decoupled) this.item.sink.send(response, false);
+      else this.answer = response;
+    }
+    const next = new Set<PlannedStep>();
+    for (const name of produced) {
+      for (const step of this.plan.consumers.get(name) ?? []) next.add(step);
+    }
+    for (const step of next) {
+      if (step.inputs.every(([, tensor]) => this.tensors.has(tensor))) this.send(step);
+    }
+  }
+
+  /** Ends the request once no step is running. */
+  private settle(): void {
+    if (this.ended || this.running > 0) return;
+    if (!this.plan.decoupled && !this.answer) {
+      const missing = this.plan.outputNames.filter((n) => !this.tensors.has(n));
+      this.fail(
+        InferenceError.internal(
+          `ensemble '${this.plan.name}' did not produce output${missing.length > 1 ? 's' : ''} ${missing.map((n) => `'${n}'`).join(', ')}: a step it depends on never ran`,
+        ),
+      );
+      return;
+    }
+    this.ended = true;
+    this.reportDue = true;
+    if (this.plan.decoupled) this.item.sink.send(undefined, true);
+    else this.item.sink.send(this.answer, true);
+    this.onEnd();
+    this.report();
+  }
+
+  /**
+   * Reports the request as one execution, as Triton reports an ensemble's: it starts when the
+   * request reached the scheduler, and its compute phases are the sums of its steps'. A step's
+   * statistics may come after its response, so this waits for the last one.
+   */
+  private report(): void {
+    if (!this.reportDue || this.unreported > 0) return;
+    this.reportDue = false;
+    this.item.sink.executed?.({ execStart: this.execStart, ...this.tally });
+    const batchSize = this.plan.batching ? (this.item.request.inputs[0]?.shape[0] ?? 1) : 1;
+    this.services.onExecution?.(batchSize, this.tally);
+  }
+
+  private fail(error: InferenceError): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.item.sink.fail(error);
+    this.onEnd();
+  }
+}
+
+/**
+ * The request of one step: the ensemble request's correlation id, flags, priority, timeout and
+ * parameters, its client's cancellation, the step's model and tensors. The ensemble's own request
+ * is never changed.
+ */
+function stepRequest(parent: InferenceRequest, step: PlannedStep, inputs: Tensor[]): InferenceRequest {
+  return {
+    id: parent.id,
+    modelName: step.modelName,
+    modelVersion: step.modelVersion,
+    inputs,
+    outputs: [...step.outputs.keys()].map((name) => ({ name })),
+    parameters: parent.parameters,
+    sequenceId: parent.sequenceId,
+    sequenceStart: parent.sequenceStart,
+    sequenceEnd: parent.sequenceEnd,
+    priority: parent.priority,
+    timeoutUs: parent.timeoutUs,
+    get signal() {
+      return parent.signal;
+    },
+    get cancelled() {
+      return isCancelled(parent);
+    },
+  };
+}
