@@ -12,6 +12,7 @@ const BENCHES = [
   ['bench/python-backend/run.js'],
   ['bench/python-backend/bridge.js'],
   ['bench/startup/run.js', '3'],
+  ['bench/sequence-batching/run.js'],
 ];
 
 function run(cmd, args) {

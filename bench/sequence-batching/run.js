@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+'use strict';
+// bench/sequence-batching: the ONNX accumulator (running sum in an implicit state tensor) behind the
+// sequence batcher, in one run of one Nereid:
+// 1. throughput: 64 concurrent sequences x 100 steps, each sequence closed-loop over HTTP (its next
+//    request once the previous one is answered), with the oldest strategy and max_batch_size 8,
+//    against the same graph with max_batch_size 0 (one request per execution); rounds alternate.
+//    Every answer is checked against the running sum the client computes.
+// 2. added latency: one client, one sequence, on the oldest-strategy model, against the same graph
+//    served by the default scheduler (no sequence_batching: the client sends START/READY and carries
+//    the state itself). p50 of each, and the difference.
+// Usage: node bench/sequence-batching/run.js [rounds=3] [steps=100] [latency requests=2000]
+//        (needs `npm run build` first)
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+const { ROOT, startNereid, fmt } = require('../lib/util');
+const { accumulatorModel, accumulatorConfig, accumulatorPlainConfig } = require(path.join(ROOT, 'scripts/onnx/sequence-models'));
+
+const ROUNDS = Number(process.argv[2] || 3);
+const STEPS = Number(process.argv[3] || 100);
+const LATENCY_REQUESTS = Number(process.argv[4] || 2000);
+const SEQUENCES = 64;
+
+const OLDEST = 'oldest {\n    max_candidate_sequences: 64\n    preferred_batch_size: [ 8 ]\n    max_queue_delay_microseconds: 0\n  }';
+
+function writeModel(repo, name, onnx, config) {
+  fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
+  fs.writeFileSync(path.join(repo, name, '1', 'model.onnx'), Buffer.from(onnx));
+  fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), config);
+}
+
+function makeRepo() {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-seq-'));
+  writeModel(repo, 'acc_oldest', accumulatorModel(true), accumulatorConfig({ name: 'acc_oldest', strategy: OLDEST }));
+  writeModel(repo, 'acc_nobatch', accumulatorModel(false), accumulatorConfig({ name: 'acc_nobatch', maxBatchSize: 0, strategy: OLDEST }));
+  writeModel(repo, 'acc_plain', accumulatorModel(true), accumulatorPlainConfig('acc_plain'));
+  return repo;
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: SEQUENCES });
+
+function post(port, model, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: `/v2/models/${model}/infer`, method: 'POST', agent,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        if (res.statusCode !== 200) return reject(new Error(`${model}: ${res.statusCode} ${text}`));
+        resolve(JSON.parse(text));
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function outputOf(res, name = 'OUTPUT') {
+  return res.outputs.find((o) => o.name === name).data[0];
+}
+
+function seqBody(id, value, start, end, batching) {
+  return `{"parameters":{"sequence_id":${id},"sequence_start":${start},"sequence_end":${end}},` +
+    `"inputs":[{"name":"INPUT","datatype":"INT32","shape":${batching ? '[1,1]' : '[1]'},"data":[${value}]}]}`;
+}
+
+/** The default-scheduler form: the client sends the controls and the state itself. */
+function plainBody(value, start, state) {
+  const t = (name, d) => `{"name":"${name}","datatype":"INT32","shape":[1,1],"data":[${d}]}`;
+  return `{"inputs":[${t('INPUT', value)},${t('START', start ? 1 : 0)},${t('READY', 1)},${t('ACC_IN', state)}]}`;
+}
+
+const value = (k, i) => ((k * 31 + i * 7) % 19) - 9;
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function stats(port, model) {
+  const r = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`).then((x) => x.json());
+  const s = r.model_stats[0];
+  return { inferences: Number(s.inference_count), executions: Number(s.execution_count) };
+}
+
+/** 64 sequences x STEPS, all at once; returns req/s, latency percentiles (ms) and mean batch size. */
+async function throughputRound(port, model, batching, idBase) {
+  const before = await stats(port, model);
+  const latencies = [];
+  let wrong = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: SEQUENCES }, async (_, k) => {
+    const id = idBase + k;
+    let sum = 0;
+    for (let i = 0; i < STEPS; i++) {
+      const v = value(k, i);
+      sum += v;
+      const t0 = process.hrtime.bigint();
+      const res = await post(port, model, seqBody(id, v, i === 0, i === STEPS - 1, batching));
+      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      if (outputOf(res) !== sum) wrong++;
+    }
+  }));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const after = await stats(port, model);
+  latencies.sort((a, b) => a - b);
+  const executions = after.executions - before.executions;
+  return {
+    rps: (SEQUENCES * STEPS) / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), wrong,
+    batch: executions > 0 ? (after.inferences - before.inferences) / executions : 0,
+  };
+}
+
+/** One client, one sequence (or the plain model with the state carried by the client); p50 in µs. */
+async function latencyRound(port, model, idBase) {
+  const samples = [];
+  let state = 0;
+  let sum = 0;
+  let wrong = 0;
+  for (let i = 0; i < LATENCY_REQUESTS; i++) {
+    const v = value(1, i);
+    sum += v;
+    const start = i === 0;
+    const body = model === 'acc_plain'
+      ? plainBody(v, start, state)
+      : seqBody(idBase, v, start, i === LATENCY_REQUESTS - 1, true);
+    const t0 = process.hrtime.bigint();
+    const res = await post(port, model, body);
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e3);
+    if (model === 'acc_plain') state = outputOf(res, 'ACC_OUT');
+    if (outputOf(res) !== sum) wrong++;
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99), wrong };
+}
+
+function line(name, r) {
+  return `${name.padEnd(26)} ${fmt(r.rps).padStart(6)} req/s   p50 ${fmt(r.p50, 2)} ms   p99 ${fmt(r.p99, 2)} ms   ` +
+    `mean batch ${fmt(r.batch, 2)}   wrong sums ${r.wrong}`;
+}
+
+async function main() {
+  console.log(`bench/sequence-batching: ${SEQUENCES} sequences x ${STEPS} steps, ${ROUNDS} alternating rounds, ` +
+    `${os.cpus().length} cpus, node ${process.version}`);
+  const repo = makeRepo();
+  const nereid = await startNereid(repo);
+  let idBase = 1000;
+  const nextIds = () => (idBase += 1000);
+  try {
+    // Warm-up: each model once (sessions, JIT, sockets).
+    await throughputRound(nereid.http, 'acc_nobatch', false, nextIds());
+    await throughputRound(nereid.http, 'acc_oldest', true, nextIds());
+    console.log(`\nthroughput: accumulator, oldest strategy, max_batch_size 8 vs max_batch_size 0`);
+    const totals = { nobatch: 0, oldest: 0, wrong: 0 };
+    for (let round = 1; round <= ROUNDS; round++) {
+      const n = await throughputRound(nereid.http, 'acc_nobatch', false, nextIds());
+      console.log(line(`max_batch_size 0, round ${round}`, n));
+      const o = await throughputRound(nereid.http, 'acc_oldest', true, nextIds());
+      console.log(line(`max_batch_size 8, round ${round}`, o));
+      totals.nobatch += n.rps;
+      totals.oldest += o.rps;
+      totals.wrong += n.wrong + o.wrong;
+    }
+    console.log(`mean       max_batch_size 0 ${fmt(totals.nobatch / ROUNDS)} req/s   max_batch_size 8 ${fmt(totals.oldest / ROUNDS)} req/s`);
+    console.log(`ratio batched/unbatched throughput: ${fmt(totals.oldest / totals.nobatch, 2)}x (target >= 3x)`);
+
+    console.log(`\nadded latency: one client, one sequence of ${LATENCY_REQUESTS} requests, ${ROUNDS} alternating rounds`);
+    await latencyRound(nereid.http, 'acc_plain', 0);
+    await latencyRound(nereid.http, 'acc_oldest', nextIds());
+    const p50 = { plain: [], oldest: [] };
+    for (let round = 1; round <= ROUNDS; round++) {
+      const p = await latencyRound(nereid.http, 'acc_plain', 0);
+      const o = await latencyRound(nereid.http, 'acc_oldest', nextIds());
+      console.log(`round ${round}: default scheduler p50 ${fmt(p.p50)} µs (p99 ${fmt(p.p99)})   sequence batcher p50 ${fmt(o.p50)} µs ` +
+        `(p99 ${fmt(o.p99)})   wrong sums ${p.wrong + o.wrong}`);
+      p50.plain.push(p.p50);
+      p50.oldest.push(o.p50);
+      totals.wrong += p.wrong + o.wrong;
+    }
+    const median = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
+    const added = median(p50.oldest) - median(p50.plain);
+    console.log(`sequence batcher's added latency, median of the rounds' p50: ${fmt(added)} µs (target <= 50 µs)`);
+    if (totals.wrong > 0) {
+      console.error(`${totals.wrong} answers were not the running sum`);
+      process.exitCode = 1;
+    }
+  } finally {
+    agent.destroy();
+    await nereid.stop();
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
