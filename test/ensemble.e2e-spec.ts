@@ -1,0 +1,95 @@
+/**
+ * End-to-end: ensembles through the ensemble scheduler against a real server and real python
+ * models. Each step goes through its own model's scheduler, so concurrent ensemble requests batch
+ * in a composing model with dynamic batching; a non-batching ensemble feeds a batching model with
+ * a batch dimension of 1 added (and removed from the answer); the ensemble's own statistics count
+ * its requests while the composing model's count the steps.
+ */
+import * as path from 'node:path';
+import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+
+type Server = Awaited<ReturnType<typeof startTestServer>>;
+type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const FIX = path.join(ROOT, 'test/fixtures/python');
+const outputOf = (body: Msg, name: string) => (body.outputs as Msg[]).find((o) => o.name === name);
+
+describe('ensembles as a scheduler', () => {
+  let server: Server;
+  beforeAll(async () => {
+    const repo = makeRepository({
+      slow_scale: path.join(FIX, 'slow_scale'),
+      ensemble_batched: path.join(FIX, 'ensemble_batched'),
+      ensemble_flat: path.join(FIX, 'ensemble_flat'),
+      execute_raises: path.join(FIX, 'execute_raises'), ensemble_raises: path.join(FIX, 'ensemble_raises'),
+    });
+    server = await startTestServer({ modelRepositories: [repo] });
+  }, 120_000);
+  afterAll(() => server?.close());
+
+  const infer = (model: string, body: unknown) => postJson(`${server.http}/v2/models/${model}/infer`, body);
+  const stats = async (model: string): Promise<Msg> => ((await getJson(`${server.http}/v2/models/${model}/stats`)).body as Msg).model_stats[0];
+  const batchSizes = (s: Msg): number[] => (s.batch_stats as Msg[]).map((b) => b.batch_size);
+
+  it('batches the steps of concurrent ensemble requests in the composing model', async () => {
+    const before = await stats('slow_scale');
+    // slow_scale takes 100 ms per execution with one instance: requests sent while it runs wait
+    // for it together, and the dynamic batcher runs them as one batch.
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        infer('ensemble_batched', { id: `b${i}`, inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 4], data: [i, i, i, i] }] }),
+      ),
+    );
+    results.forEach((r, i) => {
+      expect(r.status).toBe(200);
+      expect(r.body.id).toBe(`b${i}`);
+      expect(outputOf(r.body, 'Y')).toMatchObject({ shape: [1, 4], data: [2 * i, 2 * i, 2 * i, 2 * i] });
+    });
+    const after = await stats('slow_scale');
+    expect(after.inference_count - before.inference_count).toBe(16);
+    // 16 step requests in fewer executions, in batches larger than one.
+    expect(after.execution_count - before.execution_count).toBeLessThan(16);
+    expect(Math.max(...batchSizes(after))).toBeGreaterThan(1);
+    const ensemble = await stats('ensemble_batched');
+    expect(ensemble).toMatchObject({ inference_count: 16, execution_count: 16 });
+    expect(ensemble.inference_stats.success.count).toBe(16);
+  }, 60_000);
+
+  it('adds the batch dimension of 1 where a non-batching ensemble feeds a batching model, and removes it', async () => {
+    const r = await infer('ensemble_flat', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] }] });
+    expect(r.status).toBe(200);
+    expect(outputOf(r.body, 'OUT')).toMatchObject({ name: 'OUT', datatype: 'FP32', shape: [4], data: [2, 4, 6, 8] });
+    // Concurrent requests of the non-batching ensemble batch in the composing model too.
+    const before = await stats('slow_scale');
+    const many = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => infer('ensemble_flat', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [4], data: [i, 0, 0, 0] }] })),
+    );
+    many.forEach((m, i) => expect(outputOf(m.body, 'OUT')).toMatchObject({ shape: [4], data: [2 * i, 0, 0, 0] }));
+    const after = await stats('slow_scale');
+    expect(after.execution_count - before.execution_count).toBeLessThan(12);
+  }, 60_000);
+
+  it('keeps the ensemble\'s shape checks: a request shaped for the batching model is refused by the ensemble', async () => {
+    const r = await infer('ensemble_flat', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }] });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toContain("unexpected shape for input 'IN' for model 'ensemble_flat'");
+  });
+
+  it('fails the ensemble request once with the failing step\'s error, and runs no step after it', async () => {
+    const ok = await infer('ensemble_raises', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [3] }] });
+    expect(ok.status).toBe(200);
+    expect(outputOf(ok.body, 'OUT').data).toEqual([3]);
+    const failed = await infer('ensemble_raises', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [-1] }] });
+    expect(failed.status).toBe(500);
+    expect(failed.body.error).toContain('ValueError: execute exploded on -1');
+    const step = await stats('execute_raises');
+    // Two steps of the good request, one of the failed one.
+    expect(step.inference_stats.success.count).toBe(2);
+    expect(step.inference_stats.fail.count).toBe(1);
+    const ensemble = await stats('ensemble_raises');
+    expect(ensemble.inference_stats.success.count).toBe(1);
+    expect(ensemble.inference_stats.fail.count).toBe(1);
+    expect(ensemble.execution_count).toBe(1);
+  });
+
+});
