@@ -25,8 +25,11 @@ export interface OnnxValueInfo {
 }
 
 export interface OnnxModelInfo {
+  /** Graph inputs without an initializer: what a session run must be fed. */
   inputs: OnnxValueInfo[];
   outputs: OnnxValueInfo[];
+  /** Graph inputs with an initializer (overridable initializers: a run may feed them). */
+  overridable?: OnnxValueInfo[];
 }
 
 interface Field {
@@ -49,12 +52,11 @@ export function readOnnxModelInfo(model: Uint8Array): OnnxModelInfo {
   const initializers = new Set(
     graphFields.filter((f) => f.no === 5).map((f) => stringField(fields(payload(f)), 8)),
   );
-  const inputs = graphFields
-    .filter((f) => f.no === 11)
-    .map((f) => readValueInfo(payload(f)))
-    .filter((v) => !initializers.has(v.name));
+  const graphInputs = graphFields.filter((f) => f.no === 11).map((f) => readValueInfo(payload(f)));
+  const inputs = graphInputs.filter((v) => !initializers.has(v.name));
+  const overridable = graphInputs.filter((v) => initializers.has(v.name));
   const outputs = graphFields.filter((f) => f.no === 12).map((f) => readValueInfo(payload(f)));
-  return { inputs, outputs };
+  return { inputs, outputs, overridable };
 }
 
 function readValueInfo(bytes: Uint8Array): OnnxValueInfo {

@@ -8,7 +8,8 @@ import { sessionSourceOf } from './bf16-runner';
 import type { BatchModel } from './batch';
 import { InlineSessionRunner } from './inline-session-runner';
 import { EVENT_LOOP_BUDGET_US, probeRunMicros } from './session-probe';
-import { readOnnxModelInfo } from './onnx-model-info';
+import { checkConfigAgainstOnnx } from './config-check';
+import { readOnnxModelInfo, type OnnxModelInfo } from './onnx-model-info';
 import { OnnxRuntimeInstance } from './onnxruntime-instance';
 import { sessionOptionsFor, sessionThreadOf } from './session-options';
 import type { SessionRunner } from './session-runner';
@@ -51,6 +52,7 @@ export class OnnxRuntimeBackend implements Backend {
     const file = await resolveModelFile(config, ctx.versionDir);
     const options = sessionOptionsFor(config, ctx.instance);
     let thread = sessionThreadOf(config);
+    await checkConfigAgainstFile(config, ctx, file);
     // A model light enough for the event loop gains nothing from a thread pool, only wake-ups.
     const inlineOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, ...options };
     let runner: SessionRunner;
@@ -78,12 +80,6 @@ export class OnnxRuntimeBackend implements Backend {
     } catch (e) {
       throw InferenceError.internal(`failed to load model '${modelName}' version ${ctx.version} from '${file}': ${message(e)}`);
     }
-    try {
-      checkIoAgainstSession(config, runner);
-    } catch (e) {
-      await runner.close();
-      throw e;
-    }
     ctx.log('info', `created ONNX Runtime session for instance ${ctx.instance.name} (${thread} thread, ${ctx.instance.kind})`);
     return new OnnxRuntimeInstance(runner, batchModelOf(config, ctx.version, runner), thread === 'worker');
   }
@@ -101,54 +97,39 @@ async function resolveModelFile(config: ModelConfig, versionDir: string): Promis
   return file;
 }
 
-/** Fails the load when the config and the ONNX graph disagree on input or output names. */
-function checkIoAgainstSession(config: ModelConfig, runner: SessionRunner): void {
-  const modelName = config.name ?? '';
-  const configInputs = new Set((config.input ?? []).map((i) => i.name ?? ''));
-  for (const i of config.input ?? []) {
-    if (!runner.inputNames.includes(i.name ?? '') && !i.optional) {
-      throw InferenceError.invalidArg(
-        `unable to load model '${modelName}': configuration input '${i.name ?? ''}' is not an input of the ONNX model (model inputs: ${runner.inputNames.join(', ')})`,
-      );
-    }
+/**
+ * The config against the graph of the model file (config-check.ts), before a session is opened.
+ * A file that is not readable as ONNX here is left for onnxruntime to report when it opens it.
+ */
+async function checkConfigAgainstFile(config: ModelConfig, ctx: LoadContext, file: string): Promise<void> {
+  let info: OnnxModelInfo;
+  try {
+    info = readOnnxModelInfo(await fs.readFile(file));
+  } catch {
+    return;
   }
-  const missing = runner.inputNames.filter((n) => !configInputs.has(n));
-  // Triton's backend counts sequence controls and states as expected inputs: the sequence batcher
-  // fills them. Nereid has no sequence batcher yet, so nothing would: say so.
-  const sequence = config.sequence_batching;
-  const sequenceInputs = new Set([
-    ...(sequence?.control_input ?? []).map((c) => c.name ?? ''),
-    ...(sequence?.state ?? []).map((s) => s.input_name ?? ''),
-  ]);
-  const filledBySequenceBatcher = missing.filter((n) => sequenceInputs.has(n));
-  if (filledBySequenceBatcher.length > 0) {
-    throw InferenceError.unsupported(
-      `unable to load model '${modelName}': ONNX inputs ${filledBySequenceBatcher.map((n) => `'${n}'`).join(', ')} are sequence batching controls or states, which Nereid does not provide yet (no sequence batcher)`,
-    );
-  }
-  if (missing.length > 0 && configInputs.size > 0) {
-    throw InferenceError.invalidArg(
-      `unable to load model '${modelName}': configuration expects ${configInputs.size} inputs, model provides ${runner.inputNames.length} (missing from configuration: ${missing.join(', ')})`,
-    );
-  }
-  for (const o of config.output ?? []) {
-    if (!runner.outputNames.includes(o.name ?? '')) {
-      throw InferenceError.invalidArg(
-        `unable to load model '${modelName}': configuration output '${o.name ?? ''}' is not an output of the ONNX model (model outputs: ${runner.outputNames.join(', ')})`,
-      );
-    }
-  }
+  checkConfigAgainstOnnx(config, info, path.join(String(ctx.version), path.relative(ctx.versionDir, file)));
 }
 
+/**
+ * What the instance batches and splits by. Its outputs are the config's and each implicit state's
+ * output (the sequence batcher asks for those and keeps them for the sequence's next request), in
+ * that order: a request that names no outputs gets all of them.
+ */
 function batchModelOf(config: ModelConfig, version: number, runner: SessionRunner): BatchModel {
   const configOutputs: ModelOutput[] = config.output?.length ? config.output : runner.outputNames.map((name) => ({ name }));
+  const outputs = new Map(configOutputs.map((o) => [o.name ?? '', o]));
+  for (const state of config.sequence_batching?.state ?? []) {
+    const name = state.output_name ?? '';
+    if (!outputs.has(name)) outputs.set(name, { name, data_type: state.data_type, dims: state.dims });
+  }
   return {
     name: config.name ?? '',
     version: String(version),
     maxBatchSize: config.max_batch_size ?? 0,
     inputs: new Map((config.input ?? []).map((i) => [i.name ?? '', i])),
-    outputs: new Map(configOutputs.map((o) => [o.name ?? '', o])),
-    outputOrder: configOutputs.map((o) => o.name ?? ''),
+    outputs,
+    outputOrder: [...outputs.keys()],
   };
 }
 
