@@ -21,11 +21,12 @@ export class SchedulerHost implements SchedulerChannel {
     private readonly services?: SchedulerServices,
   ) {}
 
-  open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity): void {
+  open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity, modelDir?: string): void {
     const services = this.services;
     const scheduler = createScheduler(config, {
       instanceCount: Math.max(1, capacity.instances),
       depth: capacity.depth,
+      modelDir,
       execute: (instance, items) => this.worker.execute(key, instance, items),
       ensemble: services && {
         inferStep: services.inferStep,

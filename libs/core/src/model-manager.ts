@@ -242,7 +242,7 @@ export class ModelRepositoryManager {
               versionDir: await versionDir(location.path, version),
               version,
             });
-      this.scheduler.open(key, config, capacity);
+      this.scheduler.open(key, config, capacity, location.path);
       const runtime: VersionRuntime = {
         key,
         config,

@@ -307,3 +307,33 @@ export const UnsupportedErrors = {
         '(binary tensor data over HTTP, raw_input_contents over gRPC)',
     ),
 } as const;
+
+/**
+ * The sequence batcher's words (core src/sequence_batch_scheduler/, src/infer_request.cc
+ * `ValidateCorrelationId`). `sequence` is the correlation id as Triton prints it: the number, or
+ * the string as sent.
+ */
+export const SequenceBatcherErrors = {
+  /** A STRING correlation id to a model whose CORRID control is numeric, or the other way round. */
+  correlationIdType: (id: string, control: string, got: string, model: string, expected: string) =>
+    invalid(
+      `${requestPrefix(id)}sequence batching control '${echo(control)}' data-type is '${got}', but model '${echo(model)}' expects '${expected}'`,
+    ),
+
+  batchSizeOne: (model: string) =>
+    invalid(`inference request to model '${echo(model)}' must specify batch-size 1 due to requirements of sequence batcher`),
+
+  correlationIdRequired: (model: string) =>
+    invalid(`inference request to model '${echo(model)}' must specify a non-zero or non-empty correlation ID`),
+
+  startRequired: (sequence: string, model: string) =>
+    invalid(
+      `inference request for sequence ${echo(sequence)} to model '${echo(model)}' must specify the START flag on the first request of the sequence`,
+    ),
+
+  /** A new sequence (START) while the model is being unloaded; live sequences may still finish. */
+  stopping: () => InferenceError.unavailable('Server is stopping, scheduler for model has stopped accepting new inference requests'),
+
+  /** A request's `timeout` passed while its sequence waited in the backlog for a slot. */
+  backlogTimeout: () => InferenceError.unavailable('timeout of the corresponding sequence has been expired'),
+} as const;

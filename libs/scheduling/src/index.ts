@@ -3,6 +3,7 @@ export { FakeClock } from './clock';
 export { DefaultScheduler } from './default-scheduler';
 export { DynamicBatchScheduler } from './dynamic-batch-scheduler';
 export { EnsembleScheduler } from './ensemble-scheduler';
+export { SequenceBatchScheduler } from './sequence-batch-scheduler';
 export { OrderedDelivery } from './ordered-delivery';
 export { batchCompatible, batchRulesOf, formBatch, requestBatchSize } from './batch-former';
 export type { BatchDecision, BatchRules } from './batch-former';

@@ -22,6 +22,8 @@ export interface Scheduler {
   readonly inflightCount: number;
   /** Waits for queued + running work; new work is rejected with UNAVAILABLE from the call on. */
   stop(): Promise<void>;
+  /** Sequence batcher only: slots owned by a live sequence, over all instances. */
+  readonly sequenceSlotsInUse?: number;
 }
 
 export interface SchedulerOptions {
@@ -39,6 +41,8 @@ export interface SchedulerOptions {
   execute: ExecuteBatch;
   /** Default: `systemClock` (performance.now + setTimeout). */
   clock?: Clock;
+  /** The model's folder: the sequence batcher reads initial state data files from its `initial_state/`. */
+  modelDir?: string;
   /** What an ensemble's scheduler calls its steps with; required for `platform: "ensemble"`. */
   ensemble?: EnsembleServices;
 }

@@ -47,7 +47,8 @@ export interface WorkerChannel {
 
 /** The gateway's (and control plane's) view of the schedulers. */
 export interface SchedulerChannel {
-  open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity): void;
+  /** `modelDir`: the model's folder (the sequence batcher reads initial state files from it). */
+  open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity, modelDir?: string): void;
   enqueue(key: ModelKey, item: ExecutionItem): void;
   /** Stops taking requests for the key and waits for queued and running ones. */
   close(key: ModelKey): Promise<void>;

@@ -1,0 +1,225 @@
+import { isCancelled, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
+import { batchCompatible, type BatchRules } from './batch-former';
+import { Deque } from './deque';
+import { GuardedSink } from './guarded-sink';
+import type { SequenceRows, SlotState } from './sequence-rows';
+import { RELEASE, type QueuedRow, type SequenceKey, type SequenceSlots, type SlotEntry } from './sequence-slots';
+import type { Clock, ExecuteBatch } from './types';
+
+/** What the per-instance batchers of one sequence batcher share. */
+export interface SequenceBatchContext {
+  rows: SequenceRows;
+  /** Set by the scheduler once the table exists (the table delivers to the batchers). */
+  slots: SequenceSlots;
+  execute: ExecuteBatch;
+  clock: Clock;
+  rules: BatchRules;
+  /** Whether the scheduler is stopping: nothing waits for a fuller batch then. */
+  stopping(): boolean;
+  /** A request finished or left the batcher: the scheduler may have drained. */
+  changed(): void;
+}
+
+/** The per-instance batcher of one sequence strategy. */
+export interface SequenceBatch {
+  enqueue(slot: number, entry: SlotEntry): void;
+  readonly pendingCount: number;
+  readonly inflightCount: number;
+  /** Runs what waits for a fuller batch now (stopping). */
+  flush(): void;
+  /** Clears timers. */
+  dispose(): void;
+}
+
+/**
+ * The direct strategy on one instance (Triton's DirectSequenceBatch): each sequence owns one slot
+ * for its life. When the instance is free, one execution takes the front request of every ready
+ * slot, as rows 0 up to the highest ready slot: a slot between them with nothing ready (or a request
+ * that cannot share the batch) gets a padding row with READY false. With
+ * `minimum_slot_utilization` and `max_queue_delay_microseconds` both set, the execution waits until
+ * that fraction of the slots is ready or the oldest front request has waited that long; otherwise it
+ * runs as soon as one slot is ready. One execution at a time: a sequence's next request needs the
+ * state its previous one left.
+ */
+export class DirectSequenceBatch implements SequenceBatch {
+  private readonly queues: Deque<SlotEntry>[];
+  /** The sequence each slot serves (undefined: free). */
+  private readonly owners: (SequenceKey | undefined)[];
+  private readonly states: SlotState[];
+  private maxActive = -1;
+  private markers = 0;
+  private running = 0;
+  private busy = false;
+  private pumping = false;
+  private again = false;
+  private timer: unknown;
+  private timerAt = Infinity;
+
+  constructor(
+    private readonly instance: number,
+    private readonly slotCount: number,
+    private readonly ctx: SequenceBatchContext,
+    private readonly delayMs: number,
+    private readonly minUtilization: number,
+  ) {
+    this.queues = Array.from({ length: slotCount }, () => new Deque<SlotEntry>());
+    this.owners = new Array<SequenceKey | undefined>(slotCount).fill(undefined);
+    this.states = Array.from({ length: slotCount }, () => ({ values: undefined }));
+  }
+
+  get pendingCount(): number {
+    let n = 0;
+    for (let s = 0; s <= this.maxActive; s++) n += this.queues[s].size;
+    return n - this.markers;
+  }
+
+  get inflightCount(): number {
+    return this.running;
+  }
+
+  enqueue(slot: number, entry: SlotEntry): void {
+    this.queues[slot].push(entry);
+    if (entry === RELEASE) this.markers++;
+    else this.owners[slot] = entry.item.request.sequenceId;
+    this.maxActive = Math.max(this.maxActive, slot);
+    this.pump();
+  }
+
+  flush(): void {
+    this.pump();
+  }
+
+  dispose(): void {
+    this.armTimer(Infinity);
+  }
+
+  private pump(): void {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        if (!this.busy) this.pass();
+      } while (this.again);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Frees slots whose sequence ended early, then forms and starts one execution if it should run. */
+  private pass(): void {
+    let live: InferenceRequest | undefined;
+    let maxSlot = -1;
+    let earliest = Infinity;
+    let ready = 0;
+    for (let s = 0; s <= this.maxActive; s++) {
+      const q = this.queues[s];
+      const front = q.size > 0 ? q.at(0) : undefined;
+      if (front === RELEASE) {
+        q.shift();
+        this.markers--;
+        this.releaseSlot(s);
+      } else if (front !== undefined && isCancelled(front.item.request)) {
+        this.releaseSlot(s, front.item.request.sequenceId);
+      }
+      if (q.size === 0) continue;
+      const row = q.at(0) as QueuedRow;
+      live ??= row.item.request;
+      earliest = Math.min(earliest, row.enqueuedAt);
+      ready++;
+      maxSlot = s;
+    }
+    this.shrink();
+    if (live === undefined) {
+      this.armTimer(Infinity);
+      this.ctx.changed();
+      return;
+    }
+    if (this.delayMs > 0 && this.minUtilization > 0 && !this.ctx.stopping()) {
+      const now = this.ctx.clock.now();
+      if (now - earliest < this.delayMs && ready / this.slotCount < this.minUtilization) {
+        this.armTimer(earliest + this.delayMs);
+        return;
+      }
+    }
+    this.armTimer(Infinity);
+    this.run(this.collect(maxSlot, live));
+  }
+
+  /** Rows 0..maxSlot: each slot's front request, or a padding placeholder (undefined). */
+  private collect(maxSlot: number, live: InferenceRequest): (ExecutionItem | undefined)[] {
+    const rows: (ExecutionItem | undefined)[] = [];
+    for (let s = 0; s <= maxSlot; s++) {
+      const q = this.queues[s];
+      const front = q.size > 0 ? q.at(0) : undefined;
+      if (front === undefined || front === RELEASE || !batchCompatible(live, front.item.request, this.ctx.rules)) {
+        rows.push(undefined);
+        continue;
+      }
+      q.shift();
+      rows.push(this.ctx.rows.row(front.item, this.states[s]));
+      if (front.item.request.sequenceEnd) this.releaseSlot(s);
+    }
+    this.shrink();
+    return rows;
+  }
+
+  private run(rows: (ExecutionItem | undefined)[]): void {
+    const template = rows.find((r) => r !== undefined) as ExecutionItem;
+    const real: GuardedSink[] = [];
+    const items = rows.map((r) => {
+      if (r === undefined) return this.ctx.rows.padding(template);
+      const sink = new GuardedSink(r.sink);
+      real.push(sink);
+      return { ...r, sink };
+    });
+    this.busy = true;
+    this.running = real.length;
+    let done: Promise<void>;
+    try {
+      done = this.ctx.execute(this.instance, items);
+    } catch (e) {
+      done = Promise.reject(e);
+    }
+    done.then(
+      () => this.finished(),
+      (e: unknown) => {
+        const error = toInferenceError(e);
+        for (const sink of real) if (!sink.done) sink.fail(error);
+        this.finished();
+      },
+    );
+  }
+
+  private finished(): void {
+    this.busy = false;
+    this.running = 0;
+    this.pump();
+    this.ctx.changed();
+  }
+
+  private releaseSlot(slot: number, cancelled?: SequenceKey): void {
+    this.owners[slot] = this.ctx.slots.release({ instance: this.instance, slot }, this.queues[slot], cancelled);
+  }
+
+  /** Lowers `maxActive` past slots that serve no sequence. */
+  private shrink(): void {
+    while (this.maxActive >= 0 && this.owners[this.maxActive] === undefined && this.queues[this.maxActive].size === 0) this.maxActive--;
+  }
+
+  private armTimer(at: number): void {
+    if (at === this.timerAt) return;
+    if (this.timer !== undefined) this.ctx.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerAt = at;
+    if (at === Infinity) return;
+    this.timer = this.ctx.clock.setTimer(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.pump();
+    }, at - this.ctx.clock.now());
+  }
+}

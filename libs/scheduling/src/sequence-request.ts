@@ -1,0 +1,120 @@
+import {
+  isCancelled,
+  SequenceBatcherErrors as Errors,
+  type ComputeDurations,
+  type InferenceError,
+  type InferenceRequest,
+  type Parameters,
+  type RequestedOutput,
+} from '@nereid/protocol';
+import { allocateTensorData, elementCount, isBytesData, type Tensor } from '@nereid/tensor';
+import type { SequenceControls } from './sequence-controls';
+
+/**
+ * A client's request as the backend sees it in a sequence batch: the same request with the control
+ * and state tensors added to its inputs (and the state outputs to its outputs). The client's
+ * request object is never changed. Whether the client has gone away is read from the client's
+ * request each time, as its signal may be built only when read.
+ */
+export class SequenceRowRequest implements InferenceRequest {
+  readonly id: string;
+  readonly modelName: string;
+  readonly modelVersion: number;
+  readonly parameters: Parameters;
+  readonly sequenceId: bigint | string;
+  readonly sequenceStart: boolean;
+  readonly sequenceEnd: boolean;
+  readonly priority: number;
+  readonly timeoutUs: number;
+  readonly composingStats: ComputeDurations | undefined;
+
+  constructor(
+    private readonly client: InferenceRequest,
+    readonly inputs: Tensor[],
+    readonly outputs: RequestedOutput[] | undefined,
+  ) {
+    this.id = client.id;
+    this.modelName = client.modelName;
+    this.modelVersion = client.modelVersion;
+    this.parameters = client.parameters;
+    this.sequenceId = client.sequenceId;
+    this.sequenceStart = client.sequenceStart;
+    this.sequenceEnd = client.sequenceEnd;
+    this.priority = client.priority;
+    this.timeoutUs = client.timeoutUs;
+    this.composingStats = client.composingStats;
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.client.signal;
+  }
+
+  get cancelled(): boolean {
+    return isCancelled(this.client);
+  }
+}
+
+/** A tensor of the same name, datatype and shape with every element zero (BYTES: empty). */
+function zeroLike(t: Tensor): Tensor {
+  return { name: t.name, datatype: t.datatype, shape: t.shape, data: allocateTensorData(t.datatype, isBytesData(t.data) ? t.data.length : elementCount(t.shape)) };
+}
+
+/**
+ * A padding row for an empty slot of a direct batch: a copy of a live row of the batch (so that it
+ * batches with it) with zero data, READY/START/END false and CORRID 0, id '' and `padding` set.
+ */
+export function paddingRequest(live: InferenceRequest, controls: SequenceControls): InferenceRequest {
+  const inputs: Tensor[] = [];
+  let controlsAdded = false;
+  for (const t of live.inputs) {
+    if (!controls.names.has(t.name)) inputs.push(zeroLike(t));
+    else if (!controlsAdded) {
+      controls.append(inputs, { start: false, end: false, ready: false }, 0n);
+      controlsAdded = true;
+    }
+  }
+  return {
+    id: '',
+    modelName: live.modelName,
+    modelVersion: live.modelVersion,
+    inputs,
+    outputs: live.outputs,
+    parameters: live.parameters,
+    sequenceId: 0n,
+    sequenceStart: false,
+    sequenceEnd: false,
+    priority: live.priority,
+    timeoutUs: 0,
+    padding: true,
+  };
+}
+
+/** The correlation id as Triton prints it in messages. */
+export function sequenceIdText(id: bigint | string): string {
+  return typeof id === 'bigint' ? id.toString() : id;
+}
+
+/** Whether a request carries a correlation id (0 and '' mean none). */
+export function inSequence(id: bigint | string): boolean {
+  return typeof id === 'bigint' ? id !== 0n : id !== '';
+}
+
+/**
+ * The sequence batcher's checks of a request, in Triton's order: the correlation id's type against
+ * the CORRID control (core's request normalization), the batch size, then a non-zero id.
+ */
+export function checkSequenceRequest(request: InferenceRequest, controls: SequenceControls, maxBatchSize: number): InferenceError | undefined {
+  const corrid = controls.correlationControl;
+  if (corrid !== undefined) {
+    const isString = typeof request.sequenceId === 'string';
+    if (isString !== (corrid.datatype === 'BYTES')) {
+      return Errors.correlationIdType(request.id, corrid.name, isString ? 'BYTES' : 'UINT64', request.modelName, corrid.datatype);
+    }
+  }
+  if (maxBatchSize > 0) {
+    const shape = request.inputs[0]?.shape;
+    if (shape !== undefined && shape.length > 0 && shape[0] > 1) return Errors.batchSizeOne(request.modelName);
+  }
+  if (!inSequence(request.sequenceId)) return Errors.correlationIdRequired(request.modelName);
+  return undefined;
+}

@@ -1,0 +1,324 @@
+import { isCancelled, SequenceBatcherErrors as Errors, type ExecutionItem, type InferenceError } from '@nereid/protocol';
+import { Deque } from './deque';
+import { cancelledError } from './rejections';
+import { sequenceIdText } from './sequence-request';
+import type { Clock } from './types';
+
+/** A correlation id as a map key: a UINT64 id (bigint) and a STRING id never collide. */
+export type SequenceKey = bigint | string;
+
+/** One slot of one model instance: where a sequence lives (direct) or is a candidate (oldest). */
+export interface SlotRef {
+  instance: number;
+  slot: number;
+}
+
+/** A client request waiting in a slot or in the backlog. */
+export interface QueuedRow {
+  item: ExecutionItem;
+  /** Clock time the scheduler accepted it (ms). */
+  enqueuedAt: number;
+}
+
+/** Put in a slot's queue by the idle reaper: free the slot once the rows before it have run. */
+export const RELEASE = Symbol('release');
+
+export type SlotEntry = QueuedRow | typeof RELEASE;
+
+/** A sequence that found no free slot: its requests, in order, until a slot frees. */
+interface Backlog {
+  key: SequenceKey;
+  rows: QueuedRow[];
+  /** Clock time a request timeout of the sequence expires (Infinity: none). */
+  expiresAt: number;
+}
+
+/** How often an idle sequence still in the backlog is looked at again (Triton: 50 ms). */
+const BACKLOG_IDLE_RECHECK_MS = 50;
+
+/**
+ * The sequence table of the sequence batcher (Triton's SequenceBatchScheduler::Enqueue, the
+ * reaper and ReleaseSequenceSlot): which sequence owns which slot, the FIFO backlog of sequences
+ * that found none, the idle reaper (`max_sequence_idle_microseconds`) and the backlog's request
+ * timeouts. Free slots are handed out lowest slot number first, so new sequences spread over the
+ * instances. The per-instance batchers receive rows through `deliver` and give slots back with
+ * `release`.
+ */
+export class SequenceSlots {
+  private readonly free: SlotHeap;
+  private readonly assigned = new Map<SequenceKey, SlotRef>();
+  private readonly backlogged = new Map<SequenceKey, Backlog>();
+  private readonly backlogs = new Deque<Backlog>();
+  /** Clock time of each live sequence's latest request. */
+  private readonly lastSeen = new Map<SequenceKey, number>();
+  private readonly total: number;
+  private backlogRows = 0;
+  private idleCheckAt = Infinity;
+  private backlogExpiry = Infinity;
+  private timer: unknown;
+  private timerAt = Infinity;
+
+  constructor(
+    instances: number,
+    slotsPerInstance: number,
+    private readonly idleMs: number,
+    private readonly clock: Clock,
+    private readonly deliver: (ref: SlotRef, entry: SlotEntry) => void,
+  ) {
+    this.total = instances * slotsPerInstance;
+    this.free = new SlotHeap(instances);
+    for (let slot = 0; slot < slotsPerInstance; slot++) for (let i = 0; i < instances; i++) this.free.push({ instance: i, slot });
+  }
+
+  /** Slots owned by a sequence (or being drained by one that ended). */
+  get inUse(): number {
+    return this.total - this.free.size;
+  }
+
+  /** Sequences waiting in the backlog. */
+  get backlogSequences(): number {
+    return this.backlogs.size;
+  }
+
+  /** Requests waiting in the backlog. */
+  get backlogRequests(): number {
+    return this.backlogRows;
+  }
+
+  /**
+   * Routes a checked request to its sequence's slot, a free slot (START) or the backlog. Returns
+   * the error for a request that starts nothing and belongs to no live sequence, or a new sequence
+   * while `stopping`.
+   */
+  route(item: ExecutionItem, stopping: boolean): InferenceError | undefined {
+    const request = item.request;
+    const key = request.sequenceId;
+    const start = request.sequenceStart;
+    const end = request.sequenceEnd;
+    if (stopping && start) return Errors.stopping();
+    let ref = this.assigned.get(key);
+    const backlog = ref === undefined ? this.backlogged.get(key) : undefined;
+    if (!start && ref === undefined && backlog === undefined) return Errors.startRequired(sequenceIdText(key), request.modelName);
+    const now = this.clock.now();
+    this.touch(key, now);
+    // A START on a live id continues in that id's slot or backlog: the old sequence ends there early.
+    const row: QueuedRow = { item, enqueuedAt: now };
+    if (backlog !== undefined) {
+      this.addToBacklog(backlog, row, now);
+      if (end) this.forget(key, this.backlogged);
+      return undefined;
+    }
+    if (ref === undefined) {
+      ref = this.free.pop();
+      if (ref === undefined) {
+        const fresh: Backlog = { key, rows: [], expiresAt: Infinity };
+        this.backlogs.push(fresh);
+        this.addToBacklog(fresh, row, now);
+        if (!end) this.backlogged.set(key, fresh);
+        else this.lastSeen.delete(key);
+        return undefined;
+      }
+      this.assigned.set(key, ref);
+    }
+    if (end) this.forget(key, this.assigned);
+    this.deliver(ref, row);
+    return undefined;
+  }
+
+  /**
+   * Gives a slot back once its sequence has ended, was force-ended by the reaper or was cancelled
+   * (`cancelled`: the key of a sequence whose client went away). Rows left in `queue` are answered
+   * CANCELLED. The oldest backlogged sequence then takes the slot: its rows are moved into `queue`
+   * and its key returned (a backlogged sequence with a cancelled request is cancelled whole).
+   * Otherwise the slot is free again and undefined is returned.
+   */
+  release(ref: SlotRef, queue: Deque<SlotEntry>, cancelled?: SequenceKey): SequenceKey | undefined {
+    if (cancelled !== undefined) {
+      if (sameSlot(this.assigned.get(cancelled), ref)) this.assigned.delete(cancelled);
+      this.lastSeen.delete(cancelled);
+    }
+    failCancelled(drain(queue));
+    for (;;) {
+      const backlog = this.backlogs.shift();
+      if (backlog === undefined) break;
+      this.backlogRows -= backlog.rows.length;
+      const last = backlog.rows[backlog.rows.length - 1];
+      const seqCancelled = backlog.rows.some((r) => isCancelled(r.item.request));
+      if (!last.item.request.sequenceEnd) {
+        if (this.backlogged.get(backlog.key) === backlog) this.backlogged.delete(backlog.key);
+        if (!seqCancelled) this.assigned.set(backlog.key, ref);
+      }
+      if (seqCancelled) {
+        failCancelled(backlog.rows);
+        continue;
+      }
+      for (const row of backlog.rows) queue.push(row);
+      this.recomputeBacklogExpiry();
+      return backlog.key;
+    }
+    this.recomputeBacklogExpiry();
+    this.free.push(ref);
+    return undefined;
+  }
+
+  /** Clears the timer (the scheduler has stopped). */
+  dispose(): void {
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private addToBacklog(backlog: Backlog, row: QueuedRow, now: number): void {
+    backlog.rows.push(row);
+    this.backlogRows++;
+    const timeoutUs = row.item.request.timeoutUs;
+    if (timeoutUs > 0) {
+      backlog.expiresAt = Math.min(backlog.expiresAt, now + timeoutUs / 1000);
+      if (backlog.expiresAt < this.backlogExpiry) {
+        this.backlogExpiry = backlog.expiresAt;
+        this.arm();
+      }
+    }
+  }
+
+  /** The sequence has sent its END: later requests with its id need a START. */
+  private forget(key: SequenceKey, map: Map<SequenceKey, unknown>): void {
+    map.delete(key);
+    this.lastSeen.delete(key);
+  }
+
+  private touch(key: SequenceKey, now: number): void {
+    this.lastSeen.set(key, now);
+    if (this.idleCheckAt === Infinity) {
+      this.idleCheckAt = now + this.idleMs;
+      this.arm();
+    }
+  }
+
+  private arm(): void {
+    const at = Math.min(this.idleCheckAt, this.backlogExpiry);
+    if (at === this.timerAt) return;
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.timerAt = at;
+    if (at === Infinity) return;
+    this.timer = this.clock.setTimer(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.onTimer();
+    }, at - this.clock.now());
+  }
+
+  private onTimer(): void {
+    const now = this.clock.now();
+    const forced = now >= this.idleCheckAt ? this.reap(now) : [];
+    if (now >= this.backlogExpiry) this.expireBacklogs(now);
+    this.arm();
+    for (const ref of forced) this.deliver(ref, RELEASE);
+  }
+
+  /** Ends the sequences idle for `max_sequence_idle_microseconds`; returns the slots to free. */
+  private reap(now: number): SlotRef[] {
+    const forced: SlotRef[] = [];
+    let next = Infinity;
+    for (const [key, seen] of this.lastSeen) {
+      const expires = seen + this.idleMs;
+      if (expires > now) {
+        next = Math.min(next, expires);
+        continue;
+      }
+      const ref = this.assigned.get(key);
+      if (ref !== undefined) {
+        this.assigned.delete(key);
+        this.lastSeen.delete(key);
+        forced.push(ref);
+      } else if (this.backlogged.has(key)) {
+        // Still waiting for a slot: not idle on its own account; looked at again soon.
+        next = Math.min(next, now + BACKLOG_IDLE_RECHECK_MS);
+      } else {
+        this.lastSeen.delete(key);
+      }
+    }
+    this.idleCheckAt = next;
+    return forced;
+  }
+
+  /** Fails the backlogged sequences whose request timeout has passed, every request of each. */
+  private expireBacklogs(now: number): void {
+    const expired = this.backlogs.removeIf((b) => b.expiresAt <= now);
+    for (const backlog of expired) {
+      this.backlogRows -= backlog.rows.length;
+      if (this.backlogged.get(backlog.key) === backlog) {
+        this.backlogged.delete(backlog.key);
+        if (!this.assigned.has(backlog.key)) this.lastSeen.delete(backlog.key);
+      }
+    }
+    this.recomputeBacklogExpiry();
+    for (const backlog of expired) for (const row of backlog.rows) row.item.sink.fail(Errors.backlogTimeout());
+  }
+
+  private recomputeBacklogExpiry(): void {
+    let min = Infinity;
+    for (const b of this.backlogs) min = Math.min(min, b.expiresAt);
+    this.backlogExpiry = min;
+  }
+}
+
+function sameSlot(a: SlotRef | undefined, b: SlotRef): boolean {
+  return a !== undefined && a.instance === b.instance && a.slot === b.slot;
+}
+
+function drain(queue: Deque<SlotEntry>): QueuedRow[] {
+  const rows: QueuedRow[] = [];
+  for (let e = queue.shift(); e !== undefined; e = queue.shift()) if (e !== RELEASE) rows.push(e);
+  return rows;
+}
+
+function failCancelled(rows: readonly QueuedRow[]): void {
+  for (const row of rows) row.item.sink.fail(cancelledError(row.item.request));
+}
+
+/** Free slots, lowest slot number first, then lowest instance (a binary min-heap). */
+class SlotHeap {
+  private readonly codes: number[] = [];
+
+  constructor(private readonly instances: number) {}
+
+  get size(): number {
+    return this.codes.length;
+  }
+
+  push(ref: SlotRef): void {
+    const h = this.codes;
+    h.push(ref.slot * this.instances + ref.instance);
+    let i = h.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (h[parent] <= h[i]) break;
+      [h[parent], h[i]] = [h[i], h[parent]];
+      i = parent;
+    }
+  }
+
+  pop(): SlotRef | undefined {
+    const h = this.codes;
+    if (h.length === 0) return undefined;
+    const top = h[0];
+    const last = h.pop() as number;
+    if (h.length > 0) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && h[l] < h[m]) m = l;
+        if (r < h.length && h[r] < h[m]) m = r;
+        if (m === i) break;
+        [h[m], h[i]] = [h[i], h[m]];
+        i = m;
+      }
+    }
+    return { instance: top % this.instances, slot: Math.floor(top / this.instances) };
+  }
+}
