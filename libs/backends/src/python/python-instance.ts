@@ -67,12 +67,19 @@ export class PythonModelInstance implements ModelInstance {
   private readonly open: OpenRequests;
   private readonly bls: BlsBridge;
   private readonly modelName: string;
-  /** Outputs asked for when a request names none: the config's, or null (the model decides). */
+  /**
+   * Outputs asked for when a request names none: the config's and each implicit state's output
+   * (the sequence batcher keeps those for the sequence's next request), or null (the model decides).
+   */
   private readonly configOutputs: string[] | null;
 
   private constructor(private readonly opts: InstanceOptions) {
     this.modelName = opts.ctx.config.name ?? '';
     const outputs = (opts.ctx.config.output ?? []).map((o) => o.name ?? '');
+    for (const state of opts.ctx.config.sequence_batching?.state ?? []) {
+      const name = state.output_name ?? '';
+      if (outputs.length > 0 && !outputs.includes(name)) outputs.push(name);
+    }
     this.configOutputs = outputs.length > 0 ? outputs : null;
     this.open = new OpenRequests(opts.decoupled, this.modelName, (b, i) => this.proc.send(MSG.CANCEL, { b, i }));
     this.bls = new BlsBridge({
