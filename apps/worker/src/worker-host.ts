@@ -91,12 +91,16 @@ export class WorkerHost implements WorkerChannel {
     // responses (the sinks), the execution's to the statistics of the model.
     const report: ReportExecution = (done, stats) => {
       let batchSize = 0;
+      let requestCount = 0;
       for (const item of done) {
-        batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
         item.sink.executed?.(stats);
+        // A sequence batcher's padding row (an empty slot) runs with the batch but is no inference.
+        if (item.request.padding) continue;
+        batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
+        requestCount++;
       }
       const compute = { inputNs: stats.inputNs, inferNs: stats.inferNs, outputNs: stats.outputNs };
-      this.services.onBatch({ key, batchSize, requestCount: done.length, compute });
+      this.services.onBatch({ key, batchSize, requestCount, compute });
     };
     // A promise chain rather than an async function (one microtask fewer per batch).
     let run: Promise<void>;
