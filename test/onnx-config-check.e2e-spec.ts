@@ -7,7 +7,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 const ONNX = path.join(ROOT, 'test/fixtures/onnx');
 
@@ -43,6 +43,15 @@ describe('ONNX config checked against the model at load', () => {
       ),
     });
     for (const name of ['identity_fp32', 'simple_sequence', 'simple_dyna_sequence']) expect(byName.get(name)?.state).toBe('READY');
+  });
+
+  it('lists only the config inputs and outputs in the metadata of a sequence model (no controls), as Triton', async () => {
+    const r = await getJson(`${server.http}/v2/models/simple_dyna_sequence`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({
+      inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [-1, 1] }],
+      outputs: [{ name: 'OUTPUT', datatype: 'INT32', shape: [-1, 1] }],
+    });
   });
 
   it('answers requests to the mismatched model as not ready instead of running them', async () => {
