@@ -17,6 +17,8 @@ export const CONTROLS: ModelSequenceBatching['control_input'] = [
 export interface SequenceRequestSpec extends Partial<RequestSpec> {
   start?: boolean;
   end?: boolean;
+  /** The value of IN's one element (default 0). */
+  value?: number;
 }
 
 /** One row of an execution as the backend saw it: id ('' for padding) and its control values. */
@@ -79,6 +81,7 @@ export function sequenceModel(sb: ModelSequenceBatching, opts: { max?: number; i
   const s = createScheduler(config, { instanceCount: opts.instances ?? 1, execute: ex.execute, clock }) as SequenceBatchScheduler;
   const send = (id: string, seq: bigint | string, spec: SequenceRequestSpec = {}): void => {
     const item = log.item({ id, inputs: { IN: [1, 1] }, ...spec });
+    if (spec.value !== undefined) (item.request.inputs[0].data as Float32Array)[0] = spec.value;
     Object.assign(item.request, { sequenceId: seq, sequenceStart: spec.start === true, sequenceEnd: spec.end === true });
     s.enqueue(item);
   };
