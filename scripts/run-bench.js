@@ -13,6 +13,7 @@ const BENCHES = [
   ['bench/python-backend/bridge.js'],
   ['bench/startup/run.js', '3'],
   ['bench/sequence-batching/run.js'],
+  ['bench/ensemble/run.js'],
 ];
 
 function run(cmd, args) {

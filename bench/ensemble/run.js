@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+'use strict';
+// bench/ensemble: what the ensemble scheduler adds to its steps, against a client that calls the
+// same models itself, in one run against one Nereid server (HTTP JSON, keep-alive, 1 in flight):
+//   ensemble: POST add_sub_mul (add_sub -> mul, python models, FP32 [4]);
+//   client chain: POST add_sub, then POST mul with its outputs (the client decodes and re-encodes).
+// The steps' compute time comes from the server's statistics (compute_input + compute_infer +
+// compute_output of add_sub and mul over the phase); each side's overhead is its mean latency per
+// request minus that compute per request. Short rounds alternate the two sides; the headline is
+// the median of the rounds' ratios (other work on a shared machine spoils whole rounds). Not a test.
+// Usage: node bench/ensemble/run.js [requests per round=300] [rounds=10]   (needs `npm run build` first)
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+const { ROOT, startNereid, fmt } = require('../lib/util');
+
+const N = Number(process.argv[2] || 300);
+const ROUNDS = Number(process.argv[3] || 10);
+const WARMUP = 200;
+const TARGET_RATIO = 0.5;
+
+function makeRepo() {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-ensemble-bench-'));
+  fs.cpSync(path.join(ROOT, 'models/add_sub'), path.join(repo, 'add_sub'), { recursive: true });
+  fs.cpSync(path.join(ROOT, 'models/mul'), path.join(repo, 'mul'), { recursive: true });
+  fs.cpSync(path.join(ROOT, 'test/fixtures/python/add_sub_mul'), path.join(repo, 'add_sub_mul'), { recursive: true });
+  return repo;
+}
+
+function request(agent, port, method, urlPath, body) {
+  return new Promise((resolve, reject) => {
+    const headers = body ? { 'content-type': 'application/json', 'content-length': body.length } : {};
+    const req = http.request({ host: '127.0.0.1', port, path: urlPath, method, agent, headers }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        if (res.statusCode === 200) resolve(JSON.parse(text));
+        else reject(new Error(`HTTP ${res.statusCode} from ${urlPath}: ${text.slice(0, 300)}`));
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const fp32 = (name, data) => ({ name, datatype: 'FP32', shape: [4], data });
+const A = [3, 4, 5, 6];
+const B = [1, 2, 3, 4];
+const EXPECTED = A.map((a, i) => a * a - B[i] * B[i]);
+const ENSEMBLE_BODY = Buffer.from(JSON.stringify({ inputs: [fp32('INPUT_A', A), fp32('INPUT_B', B)] }));
+const ADD_SUB_BODY = Buffer.from(JSON.stringify({ inputs: [fp32('add_sub_input0', A), fp32('add_sub_input1', B)] }));
+
+function check(out) {
+  if (JSON.stringify(out) !== JSON.stringify(EXPECTED)) throw new Error(`wrong answer ${JSON.stringify(out)}`);
+}
+
+const outputOf = (res, name) => res.outputs.find((o) => o.name === name).data;
+
+async function viaEnsemble(agent, port) {
+  const res = await request(agent, port, 'POST', '/v2/models/add_sub_mul/infer', ENSEMBLE_BODY);
+  return outputOf(res, 'OUTPUT');
+}
+
+async function viaClient(agent, port) {
+  const first = await request(agent, port, 'POST', '/v2/models/add_sub/infer', ADD_SUB_BODY);
+  const body = Buffer.from(JSON.stringify({
+    inputs: [fp32('mul_input0', outputOf(first, 'added_output')), fp32('mul_input1', outputOf(first, 'subbed_output'))],
+  }));
+  const second = await request(agent, port, 'POST', '/v2/models/mul/infer', body);
+  return outputOf(second, 'mul_output');
+}
+
+/**
+ * From the statistics so far: the composing models' compute ns (input + infer + output) and their
+ * success ns (arrival to final response, in the server), and the ensemble's success ns.
+ */
+async function serverNs(agent, port) {
+  const out = { compute: 0, steps: 0, ensemble: 0 };
+  for (const model of ['add_sub', 'mul', 'add_sub_mul']) {
+    const s = (await request(agent, port, 'GET', `/v2/models/${model}/stats`)).model_stats[0].inference_stats;
+    if (model === 'add_sub_mul') {
+      out.ensemble += s.success.ns;
+      continue;
+    }
+    out.compute += s.compute_input.ns + s.compute_infer.ns + s.compute_output.ns;
+    out.steps += s.success.ns;
+  }
+  return out;
+}
+
+async function phase(agent, port, fn) {
+  const before = await serverNs(agent, port);
+  const latencies = new Float64Array(N);
+  for (let i = 0; i < N; i++) {
+    const t = process.hrtime.bigint();
+    await fn(agent, port);
+    latencies[i] = Number(process.hrtime.bigint() - t) / 1000;
+  }
+  const after = await serverNs(agent, port);
+  const perRequestUs = (k) => (after[k] - before[k]) / 1000 / N;
+  latencies.sort();
+  const mean = latencies.reduce((a, b) => a + b, 0) / N;
+  // The ensemble's time in the server beyond its steps' own (arrival to final response): what the
+  // ensemble scheduler itself adds (0 for the client chain).
+  const own = perRequestUs('ensemble') > 0 ? perRequestUs('ensemble') - perRequestUs('steps') : 0;
+  // Client latency outside the server's success time (HTTP both ways, client work between calls).
+  const outside = mean - (own > 0 ? perRequestUs('ensemble') : perRequestUs('steps'));
+  return { mean, p50: latencies[Math.floor(N / 2)], compute: perRequestUs('compute'), own, outside };
+}
+
+function row(label, r) {
+  return `${label.padEnd(16)} mean ${fmt(r.mean).padStart(6)} µs   p50 ${fmt(r.p50).padStart(6)} µs   ` +
+    `steps' compute ${fmt(r.compute).padStart(5)} µs   overhead ${fmt(r.mean - r.compute).padStart(6)} µs` +
+    `   (outside the server ${fmt(r.outside)} µs${r.own ? `, ensemble beyond its steps in the server ${fmt(r.own)} µs` : ''})`;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main() {
+  console.log(`bench/ensemble: ${os.cpus().length} cpus, node ${process.version}, ${ROUNDS} alternating rounds of ${N} ` +
+    'sequential requests per side, HTTP JSON, keep-alive, loopback');
+  const repo = makeRepo();
+  const server = await startNereid(repo);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    check(await viaEnsemble(agent, server.http));
+    check(await viaClient(agent, server.http));
+    for (let i = 0; i < WARMUP; i++) {
+      await viaEnsemble(agent, server.http);
+      await viaClient(agent, server.http);
+    }
+    const totals = { ensemble: { mean: 0, p50: 0, compute: 0, own: 0, outside: 0 }, client: { mean: 0, p50: 0, compute: 0, own: 0, outside: 0 } };
+    const ratios = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const e = await phase(agent, server.http, viaEnsemble);
+      const c = await phase(agent, server.http, viaClient);
+      console.log(row(`ensemble ${round}`, e));
+      console.log(row(`client chain ${round}`, c));
+      ratios.push((e.mean - e.compute) / (c.mean - c.compute));
+      console.log(`round ${round} ratio ${fmt(ratios[ratios.length - 1], 2)}x`);
+      for (const k of ['mean', 'p50', 'compute', 'own', 'outside']) {
+        totals.ensemble[k] += e[k] / ROUNDS;
+        totals.client[k] += c[k] / ROUNDS;
+      }
+    }
+    const overheadE = totals.ensemble.mean - totals.ensemble.compute;
+    const overheadC = totals.client.mean - totals.client.compute;
+    const ratio = median(ratios);
+    console.log('\nsummary (means over the rounds)');
+    console.log(row('ensemble', totals.ensemble));
+    console.log(row('client chain', totals.client));
+    console.log(`ratio ensemble overhead / client chain overhead: ${fmt(ratio, 2)}x median of the rounds ` +
+      `(${fmt(overheadE / overheadC, 2)}x of the means) (target <= ${TARGET_RATIO}x) ${ratio <= TARGET_RATIO ? 'OK' : 'MISSED'}`);
+  } finally {
+    agent.destroy();
+    await server.stop();
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
