@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { MESSAGE_LIMIT } from '@nereid/protocol';
 import type { RunningNereid } from '../apps/nereid/src/serve';
 import { call, callError, inferenceClient, type Client } from './helpers/grpc-client';
-import { getJson, makeRepository, postJson, startTestServer } from './helpers/server';
+import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 
@@ -45,6 +45,25 @@ afterAll(async () => {
 });
 
 const infer = (body: unknown) => postJson(`${nereid.http}/v2/models/simple/infer`, body);
+
+/** The direct-strategy accumulator (implicit state ACC_IN -> ACC_OUT), loaded with a config override. */
+const ACCUMULATOR_ONNX = `${ROOT}/test/fixtures/onnx/accumulator_short_idle/1/model.onnx`;
+const int32Control = (name: string, kind: string) => ({ name, control: [{ kind, int32_false_true: [0, 1] }] });
+const ACCUMULATOR_CONFIG = {
+  backend: 'onnxruntime',
+  max_batch_size: 8,
+  sequence_batching: {
+    direct: {},
+    control_input: [int32Control('START', 'CONTROL_SEQUENCE_START'), int32Control('READY', 'CONTROL_SEQUENCE_READY')],
+    state: [{
+      input_name: 'ACC_IN', output_name: 'ACC_OUT', data_type: 'TYPE_INT32', dims: [1],
+      initial_state: [{ data_type: 'TYPE_INT32', dims: [1], zero_data: true, name: 'zero' }],
+    }],
+  },
+  input: [{ name: 'INPUT', data_type: 'TYPE_INT32', dims: [1] }],
+  output: [{ name: 'OUTPUT', data_type: 'TYPE_INT32', dims: [1] }],
+  instance_group: [{ count: 1, kind: 'KIND_CPU' }],
+};
 
 /** One call per advertised extension that fails unless the extension works. */
 const PROBES: Record<string, () => Promise<void>> = {
@@ -96,6 +115,35 @@ const PROBES: Record<string, () => Promise<void>> = {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ log_verbose_level: expect.any(Number) });
   },
+  // Last: it loads a model of its own (the repository probe above expects `simple` alone).
+  sequence: async () => {
+    const load = await postJson(`${nereid.http}/v2/repository/models/running_sum/load`, {
+      parameters: { config: JSON.stringify(ACCUMULATOR_CONFIG), 'file:1/model.onnx': fs.readFileSync(ACCUMULATOR_ONNX).toString('base64') },
+    });
+    expect(load.status).toBe(200);
+    const step = async (value: number, parameters: Record<string, unknown>) => {
+      const r = await postJson(`${nereid.http}/v2/models/running_sum/infer`, {
+        inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }],
+        parameters,
+      });
+      expect(r.status).toBe(200);
+      // The state output stays inside the server.
+      expect(r.body.outputs.map((o: { name: string }) => o.name)).toEqual(['OUTPUT']);
+      return r.body.outputs[0].data[0] as number;
+    };
+    expect(await step(5, { sequence_id: 7, sequence_start: true })).toBe(5);
+    expect(await step(7, { sequence_id: 'other', sequence_start: true })).toBe(7);
+    expect(await step(2, { sequence_id: 7, sequence_end: true })).toBe(7);
+    const ended = await postJson(`${nereid.http}/v2/models/running_sum/infer`, {
+      inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [1] }],
+      parameters: { sequence_id: 7 },
+    });
+    expect(ended).toMatchObject({
+      status: 400,
+      body: { error: "inference request for sequence 7 to model 'running_sum' must specify the START flag on the first request of the sequence" },
+    });
+    expect((await postJson(`${nereid.http}/v2/repository/models/running_sum/unload`)).status).toBe(200);
+  },
 };
 
 describe('advertised extensions', () => {
@@ -103,7 +151,7 @@ describe('advertised extensions', () => {
     const http = (await getJson(`${nereid.http}/v2`)).body as { extensions: string[] };
     const grpcMeta = await call(client, 'ServerMetadata', {});
     expect(grpcMeta.extensions).toEqual(http.extensions);
-    for (const missing of ['sequence', 'trace', 'system_shared_memory', 'cuda_shared_memory']) {
+    for (const missing of ['trace', 'system_shared_memory', 'cuda_shared_memory']) {
       expect(http.extensions).not.toContain(missing);
     }
     // Every listed extension has a probe below (a new one needs one), and every probe is listed.

@@ -29,13 +29,14 @@ import { TraceSettingsStore } from './trace-settings';
 export const SERVER_VERSION = '2.52.0';
 
 /**
- * The extensions server metadata lists: only those that work. Not listed: `sequence` (no sequence
- * batcher yet), `system_shared_memory` and `cuda_shared_memory` (no client shared memory: the
- * endpoints answer UNSUPPORTED), `trace` (the trace settings endpoints keep settings but no trace is
- * written). test/protocol-words.e2e-spec.ts calls an endpoint of each one listed.
+ * The extensions server metadata lists: only those that work. Not listed: `system_shared_memory`
+ * and `cuda_shared_memory` (no client shared memory: the endpoints answer UNSUPPORTED), `trace` (the
+ * trace settings endpoints keep settings but no trace is written). test/protocol-words.e2e-spec.ts
+ * calls an endpoint of each one listed.
  */
 export const EXTENSIONS = [
   'classification',
+  'sequence',
   'model_repository',
   'model_repository(unload_dependents)',
   'schedule_policy',
