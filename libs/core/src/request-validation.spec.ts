@@ -159,3 +159,35 @@ describe("validateRequest: Triton's checks, order and words (core src/infer_requ
     expect(dup).toBe(`[request id: ${'N'.repeat(256)}...] input 'INPUT0' already exists in request`);
   });
 });
+
+describe('validateRequest on a sequence model', () => {
+  const accumulator: ModelConfig = {
+    name: 'accumulator',
+    max_batch_size: 8,
+    input: [{ name: 'INPUT', data_type: 'TYPE_INT32', dims: [1] }],
+    output: [{ name: 'OUTPUT', data_type: 'TYPE_INT32', dims: [1] }],
+    sequence_batching: {
+      control_input: [{ name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', int32_false_true: [0, 1] }] }],
+      state: [{ input_name: 'ACC_IN', output_name: 'ACC_OUT', data_type: 'TYPE_INT32', dims: [1] }],
+    },
+  };
+  const input = () => tensor('INPUT', [1, 1]);
+
+  it('takes the client inputs alone (the batcher adds controls and states after validation)', () => {
+    expect(() => validateRequest(req([input()]), accumulator, modelIo(accumulator))).not.toThrow();
+  });
+
+  it('lets a client ask for a state output only when the config lists it as an output too (Triton: for debugging)', () => {
+    const asked = () => req([input()], { outputs: [{ name: 'ACC_OUT' }] });
+    expect(errorOf(asked(), accumulator).message).toBe("unexpected inference output 'ACC_OUT' for model 'accumulator'");
+    const listed = { ...accumulator, output: [...(accumulator.output ?? []), { name: 'ACC_OUT', data_type: 'TYPE_INT32', dims: [1] }] };
+    expect(() => validateRequest(asked(), listed, modelIo(listed))).not.toThrow();
+  });
+
+  it('refuses control or state tensors sent by the client, as inputs the config does not have', () => {
+    expect(errorOf(req([input(), tensor('START', [1, 1])]), accumulator).message).toBe(
+      "[request id: <id_unknown>] expected 1 inputs but got 2 inputs for model 'accumulator'. Got input(s) ['INPUT','START'], but missing required input(s) []. Please provide all required input(s).",
+    );
+    expect(errorOf(req([tensor('ACC_IN', [1, 1])]), accumulator).message).toBe("unexpected inference input 'ACC_IN' for model 'accumulator'");
+  });
+});

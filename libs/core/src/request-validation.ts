@@ -17,8 +17,9 @@ export function modelIo(config: ModelConfig): ModelIo {
   const serverInputs = new Set<string>();
   for (const c of config.sequence_batching?.control_input ?? []) serverInputs.add(c.name ?? '');
   for (const s of config.sequence_batching?.state ?? []) serverInputs.add(s.input_name ?? '');
+  // A state output is the client's to ask for only when `output` lists it too (Triton: for
+  // debugging); the sequence batcher asks for the others itself, after validation.
   const outputs = new Set<string>((config.output ?? []).map((o) => o.name ?? ''));
-  for (const s of config.sequence_batching?.state ?? []) outputs.add(s.output_name ?? '');
   const required = (config.input ?? []).filter((i) => !i.optional).map((i) => i.name ?? '');
   return { inputs, outputs, serverInputs, required };
 }
