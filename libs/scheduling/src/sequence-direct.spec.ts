@@ -70,6 +70,23 @@ describe('SequenceBatchScheduler, direct strategy', () => {
     expect(ex.rows(2).map((r) => r.controls)).toEqual([{ START: 0, END: 1, READY: 1, CORRID: 1n }]);
   });
 
+  it('leaves a request that cannot share the batch (other input or state shape) for the next execution', async () => {
+    const state = { input_name: 'S_IN', output_name: 'S_OUT', data_type: 'TYPE_FP32', dims: [-1] };
+    const { ex, send, finish } = sequenceModel({ control_input: CONTROLS, state: [state] }, { max: 4 });
+    send('a1', 1n, { start: true });
+    send('b1', 2n, { start: true, inputs: { IN: [1, 3] } });
+    // a's state grows to 2 elements; b's stays at 1.
+    await finish(0, () => [{ name: 'S_OUT', datatype: 'FP32', shape: [1, 2], data: new Float32Array(2) }]);
+    expect(ex.ids()[1]).toEqual(['pad', 'b1']);
+    send('a2', 1n);
+    send('c1', 3n, { start: true });
+    await finish(1);
+    // c starts with the initial state ([1, 1]), which a's [1, 2] state cannot be batched with.
+    expect(ex.ids()[2]).toEqual(['a2', 'pad', 'pad']);
+    await finish(2);
+    expect(ex.ids()[3]).toEqual(['pad', 'pad', 'c1']);
+  });
+
   it('puts sequences that find no free slot in a FIFO backlog until a slot frees', async () => {
     const { ex, log, s, send, finish } = sequenceModel({ control_input: CONTROLS }, { max: 1 });
     send('a1', 1n, { start: true });

@@ -149,18 +149,30 @@ export class DirectSequenceBatch implements SequenceBatch {
     this.run(this.collect(maxSlot, live));
   }
 
-  /** Rows 0..maxSlot: each slot's front request, or a padding placeholder (undefined). */
+  /**
+   * Rows 0..maxSlot: each slot's front request, or a padding placeholder (undefined) where the slot
+   * has none or its request cannot share the batch (other non-batch shapes of its inputs or states):
+   * that request waits for the next execution.
+   */
   private collect(maxSlot: number, live: InferenceRequest): (ExecutionItem | undefined)[] {
     const rows: (ExecutionItem | undefined)[] = [];
+    let first: ExecutionItem | undefined;
     for (let s = 0; s <= maxSlot; s++) {
       const q = this.queues[s];
       const front = q.size > 0 ? q.at(0) : undefined;
-      if (front === undefined || front === RELEASE || !batchCompatible(live, front.item.request, this.ctx.rules)) {
+      if (
+        front === undefined ||
+        front === RELEASE ||
+        !batchCompatible(live, front.item.request, this.ctx.rules) ||
+        (first !== undefined && !this.ctx.rows.statesFit(first, front.item.request, this.states[s]))
+      ) {
         rows.push(undefined);
         continue;
       }
       q.shift();
-      rows.push(this.ctx.rows.row(front.item, this.states[s]));
+      const row = this.ctx.rows.row(front.item, this.states[s]);
+      first ??= row;
+      rows.push(row);
       if (front.item.request.sequenceEnd) this.releaseSlot(s);
     }
     this.shrink();

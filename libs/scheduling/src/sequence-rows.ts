@@ -1,5 +1,13 @@
 import type { ModelConfig } from '@nereid/model-config';
-import type { ExecutionItem, ExecutionStats, InferenceError, InferenceResponse, RequestedOutput, ResponseSink } from '@nereid/protocol';
+import type {
+  ExecutionItem,
+  ExecutionStats,
+  InferenceError,
+  InferenceRequest,
+  InferenceResponse,
+  RequestedOutput,
+  ResponseSink,
+} from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
 import type { SequenceControls } from './sequence-controls';
 import { paddingRequest, SequenceRowRequest } from './sequence-request';
@@ -50,6 +58,11 @@ export class SequenceRows {
     const capture = client.sequenceEnd ? undefined : slot;
     const sink = new StateSink(item.sink, this.states, capture, keep, onDone);
     return { request: new SequenceRowRequest(client, inputs, outputs), sink, enqueuedAt: item.enqueuedAt };
+  }
+
+  /** Whether `request`, queued in a slot whose state is `slot`, can share a batch with `row`'s states. */
+  statesFit(row: ExecutionItem, request: InferenceRequest, slot: SlotState): boolean {
+    return !this.states.any || this.states.fits(row.request.inputs, request.sequenceStart ? undefined : slot.values);
   }
 
   /** A READY=false row shaped like `live`, for an empty slot of a direct batch. */

@@ -41,8 +41,11 @@ export class ImplicitStates {
   readonly outputNames: ReadonlySet<string>;
 
   /** Reads the initial state data files under `<modelDir>/initial_state/`; throws INVALID_ARG. */
+  private readonly batching: boolean;
+
   constructor(config: ModelConfig, modelDir: string | undefined) {
     const batching = (config.max_batch_size ?? 0) > 0;
+    this.batching = batching;
     const model = config.name ?? '';
     this.specs = (config.sequence_batching?.state ?? []).map((s) => stateSpec(s, batching, model, modelDir));
     this.outputNames = new Set(this.specs.map((s) => s.outputName));
@@ -55,6 +58,20 @@ export class ImplicitStates {
   /** Appends the input states of a row to `out`: `current`, or the initial states when undefined. */
   append(out: Tensor[], current: StateValues | undefined): void {
     for (const spec of this.specs) out.push(current?.get(spec.inputName) ?? spec.initial);
+  }
+
+  /**
+   * Whether the input states a request would get (`current`, or the initial ones) have the shapes
+   * of the states in `inputs` (another row's): rows of one batch must, unless dims are fixed.
+   */
+  fits(inputs: readonly Tensor[], current: StateValues | undefined): boolean {
+    for (const spec of this.specs) {
+      const mine = current?.get(spec.inputName) ?? spec.initial;
+      const other = inputs.find((t) => t.name === spec.inputName);
+      if (other === undefined || other.shape.length !== mine.shape.length) return false;
+      for (let d = this.batching ? 1 : 0; d < mine.shape.length; d++) if (mine.shape[d] !== other.shape[d]) return false;
+    }
+    return true;
   }
 
   /** Appends each state output name the request does not list yet (undefined: nothing to add to). */
