@@ -22,6 +22,7 @@ describe('ensembles as a scheduler', () => {
       ensemble_batched: path.join(FIX, 'ensemble_batched'),
       ensemble_flat: path.join(FIX, 'ensemble_flat'),
       execute_raises: path.join(FIX, 'execute_raises'), ensemble_raises: path.join(FIX, 'ensemble_raises'),
+      sequence_sum_str: path.join(FIX, 'sequence_sum_str'), ensemble_sequence: path.join(FIX, 'ensemble_sequence'),
     });
     server = await startTestServer({ modelRepositories: [repo] });
   }, 120_000);
@@ -78,7 +79,7 @@ describe('ensembles as a scheduler', () => {
   it('fails the ensemble request once with the failing step\'s error, and runs no step after it', async () => {
     const ok = await infer('ensemble_raises', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [3] }] });
     expect(ok.status).toBe(200);
-    expect(outputOf(ok.body, 'OUT').data).toEqual([3]);
+    expect(outputOf(ok.body, 'OUT')?.data).toEqual([3]);
     const failed = await infer('ensemble_raises', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [-1] }] });
     expect(failed.status).toBe(500);
     expect(failed.body.error).toContain('ValueError: execute exploded on -1');
@@ -90,6 +91,33 @@ describe('ensembles as a scheduler', () => {
     expect(ensemble.inference_stats.success.count).toBe(1);
     expect(ensemble.inference_stats.fail.count).toBe(1);
     expect(ensemble.execution_count).toBe(1);
+  });
+
+
+  it('passes the ensemble request\'s correlation id and flags to a sequence model step', async () => {
+    const step = (id: string, value: number, flags: { start?: boolean; end?: boolean } = {}) =>
+      infer('ensemble_sequence', {
+        parameters: { sequence_id: id, ...(flags.start ? { sequence_start: true } : {}), ...(flags.end ? { sequence_end: true } : {}) },
+        inputs: [{ name: 'VALUE', datatype: 'INT32', shape: [1], data: [value] }],
+      });
+    const totals: Record<string, number[]> = { a: [], b: [] };
+    const run = async (id: string, values: number[]) => {
+      for (let i = 0; i < values.length; i++) {
+        const r = await step(id, values[i], { start: i === 0, end: i === values.length - 1 });
+        expect(r.status).toBe(200);
+        expect(outputOf(r.body, 'TOTAL')).toMatchObject({ shape: [1] });
+        totals[id].push(outputOf(r.body, 'TOTAL')?.data[0]);
+      }
+    };
+    // Two sequences interleaved: each keeps its own running sum in the model, keyed by its id.
+    await Promise.all([run('a', [1, 2, 3, 4]), run('b', [10, 20, 30])]);
+    expect(totals).toEqual({ a: [1, 3, 6, 10], b: [10, 30, 60] });
+    // The sequence model's own rule reaches the client through the ensemble: no START for an unknown id.
+    const orphan = await step('never-started', 5);
+    expect(orphan.status).toBe(400);
+    expect(orphan.body.error).toContain(
+      "inference request for sequence never-started to model 'sequence_sum_str' must specify the START flag on the first request of the sequence",
+    );
   });
 
 });
