@@ -83,6 +83,21 @@ describe('SequenceBatchScheduler, oldest strategy', () => {
     expect(ex.ids()[1]).toEqual(['a2']);
   });
 
+  it('with preserve_ordering, delivers the responses of a batch in arrival order', async () => {
+    const { ex, log, send } = sequenceModel(oldest({ preserve_ordering: true, preferred_batch_size: [2], max_queue_delay_microseconds: 1000 }), {
+      max: 4,
+    });
+    send('a1', 1n, { start: true });
+    send('b1', 2n, { start: true });
+    expect(ex.ids()).toEqual([['a1', 'b1']]);
+    const [a1, b1] = ex.batches[0].items;
+    const respond = (item: typeof a1) => item.sink.send({ id: item.request.id, modelName: 'm', modelVersion: '1', outputs: [] }, true);
+    respond(b1);
+    expect(log.finals()).toEqual([]);
+    respond(a1);
+    expect(log.finals()).toEqual(['a1', 'b1']);
+  });
+
   it('frees a candidate slot after idle expiry and a cancelled sequence', async () => {
     const { clock, log, s, send, finish } = sequenceModel(oldest({}, { max_sequence_idle_microseconds: 100_000 }), { max: 4 });
     const gone = new AbortController();
