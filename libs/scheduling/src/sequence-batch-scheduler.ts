@@ -53,7 +53,14 @@ export class SequenceBatchScheduler implements Scheduler {
     const candidates = Number(sb.oldest?.max_candidate_sequences ?? 0);
     const slotsPerInstance = sb.oldest !== undefined && candidates > 0 ? candidates : Math.max(1, this.maxBatchSize);
     const idleMs = Number(sb.max_sequence_idle_microseconds || DEFAULT_IDLE_US) / 1000;
-    this.slots = new SequenceSlots(instances, slotsPerInstance, idleMs, clock, (ref, entry) => this.batchers[ref.instance].enqueue(ref.slot, entry));
+    this.slots = new SequenceSlots(
+      instances,
+      slotsPerInstance,
+      idleMs,
+      clock,
+      (ref, entry) => this.batchers[ref.instance].enqueue(ref.slot, entry),
+      () => this.checkDrained(),
+    );
     const ctx: SequenceBatchContext = {
       rows,
       slots: this.slots,

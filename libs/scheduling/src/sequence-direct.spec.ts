@@ -214,6 +214,20 @@ describe('SequenceBatchScheduler, direct strategy', () => {
     expect(ex.ids()[1]).toEqual(['a2']);
   });
 
+  it('resolves stop once a backlog that was all that was left has timed out', async () => {
+    const { clock, s, send, finish } = sequenceModel({ control_input: CONTROLS, max_sequence_idle_microseconds: 60_000_000 }, { max: 1 });
+    send('a1', 1n, { start: true });
+    send('b1', 2n, { start: true, timeoutUs: 50_000 });
+    await finish(0);
+    let stopped = false;
+    void s.stop().then(() => (stopped = true));
+    await settle();
+    expect(stopped).toBe(false);
+    clock.advance(50);
+    await settle();
+    expect(stopped).toBe(true);
+  });
+
   it('refuses new sequences once stopping, lets live ones finish, and resolves when drained', async () => {
     const { ex, log, s, send, finish } = sequenceModel({ control_input: CONTROLS }, { max: 1 });
     send('a1', 1n, { start: true });

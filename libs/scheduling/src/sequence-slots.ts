@@ -64,6 +64,8 @@ export class SequenceSlots {
     private readonly idleMs: number,
     private readonly clock: Clock,
     private readonly deliver: (ref: SlotRef, entry: SlotEntry) => void,
+    /** Called after the backlog lost requests to their timeout (the scheduler may have drained). */
+    private readonly changed: () => void = () => undefined,
   ) {
     this.total = instances * slotsPerInstance;
     this.free = new SlotHeap(instances);
@@ -255,6 +257,7 @@ export class SequenceSlots {
     }
     this.recomputeBacklogExpiry();
     for (const backlog of expired) for (const row of backlog.rows) row.item.sink.fail(Errors.backlogTimeout());
+    if (expired.length > 0) this.changed();
   }
 
   private recomputeBacklogExpiry(): void {
