@@ -22,7 +22,7 @@ function mlpConfig(width) {
     'name: "mlp"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 64\n',
     ioBlock('input', [tensor('INPUT', 'TYPE_FP32', [width])]),
     ioBlock('output', [tensor('OUTPUT', 'TYPE_FP32', [width])]),
-    'dynamic_batching {\n  max_queue_delay_microseconds: 2000\n}\n',
+    'dynamic_batching {\n  max_queue_delay_microseconds: 100\n}\n',
     'instance_group [\n  {\n    count: 1\n    kind: KIND_CPU\n  }\n]\n',
   ].join('');
 }
