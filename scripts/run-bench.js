@@ -9,6 +9,7 @@ const ROOT = path.resolve(__dirname, '..');
 const BENCHES = [
   ['bench/http-infer/run.js', '10'],
   ['bench/grpc-infer/run.js', '--seconds', '10'],
+  ['bench/dynamic-batching/run.js', '10'],
   ['bench/python-backend/run.js'],
   ['bench/python-backend/bridge.js'],
   ['bench/startup/run.js', '3'],
