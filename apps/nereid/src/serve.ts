@@ -15,6 +15,8 @@ export interface RunningNereid {
   grpcPort: number;
   metricsPort: number;
   core: InferenceCore;
+  /** The schedulers of the loaded models (e.g. sequence slots in use). */
+  scheduler: SchedulerHost;
   /** Stops the front doors, drains in-flight requests, unloads every model. */
   close(): Promise<void>;
 }
@@ -144,7 +146,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       closers.push(async () => poller.stop());
     }
     core.setReady(true);
-    return { httpPort, grpcPort, metricsPort, core, close };
+    return { httpPort, grpcPort, metricsPort, core, scheduler, close };
   } catch (e) {
     await close();
     throw e;
