@@ -6,6 +6,8 @@
  * its requests while the composing model's count the steps.
  */
 import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
@@ -23,6 +25,8 @@ describe('ensembles as a scheduler', () => {
       ensemble_flat: path.join(FIX, 'ensemble_flat'),
       execute_raises: path.join(FIX, 'execute_raises'), ensemble_raises: path.join(FIX, 'ensemble_raises'),
       sequence_sum_str: path.join(FIX, 'sequence_sum_str'), ensemble_sequence: path.join(FIX, 'ensemble_sequence'),
+      decoupled_repeat: path.join(FIX, 'decoupled_repeat'), identity_types: path.join(FIX, 'identity_types'),
+      ensemble_repeat: path.join(FIX, 'ensemble_repeat'),
     });
     server = await startTestServer({ modelRepositories: [repo] });
   }, 120_000);
@@ -118,6 +122,42 @@ describe('ensembles as a scheduler', () => {
     expect(orphan.body.error).toContain(
       "inference request for sequence never-started to model 'sequence_sum_str' must specify the START flag on the first request of the sequence",
     );
+  });
+
+
+  it('lets every response of a decoupled step flow on through the next step, streamed over gRPC', async () => {
+    const definition = protoLoader.loadSync(['grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, includeDirs: [path.join(ROOT, 'proto')] });
+    const loaded = grpc.loadPackageDefinition(definition) as Msg;
+    const client = new loaded.inference.GRPCInferenceService(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const answers: { value: number; index: number; shapes: string[][] }[] = [];
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const stream = client.ModelStreamInfer();
+        stream.on('data', (m: Msg) => {
+          if (m.error_message) return reject(new Error(m.error_message));
+          const res = m.infer_response;
+          const raw: Buffer[] = res.raw_output_contents ?? [];
+          if (raw.length === 2) {
+            answers.push({ value: raw[0].readInt32LE(0), index: raw[1].readUInt32LE(0), shapes: (res.outputs as Msg[]).map((o) => o.shape) });
+          }
+          if (answers.length === 3) stream.end();
+        });
+        stream.on('end', resolve);
+        stream.on('error', reject);
+        const data = Buffer.alloc(12);
+        [7, 8, 9].forEach((v, i) => data.writeInt32LE(v, i * 4));
+        stream.write({ model_name: 'ensemble_repeat', id: 'e1', inputs: [{ name: 'IN', datatype: 'INT32', shape: [3] }], raw_input_contents: [data] });
+      });
+    } finally {
+      client.close();
+    }
+    // Each value of the decoupled step went through identity_types (a batch of one there, none here).
+    expect(answers).toEqual([
+      { value: 7, index: 0, shapes: [['1'], ['1']] },
+      { value: 8, index: 1, shapes: [['1'], ['1']] },
+      { value: 9, index: 2, shapes: [['1'], ['1']] },
+    ]);
+    expect((await stats('identity_types')).inference_stats.success.count).toBe(3);
   });
 
 });

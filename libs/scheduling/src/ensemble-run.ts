@@ -33,15 +33,25 @@ export interface EnsembleServices {
 }
 
 /**
- * One ensemble request flowing through its steps (Triton's EnsembleContext). A step is sent as
- * soon as every tensor it reads is there; each response of a step (a decoupled step sends several)
- * makes its outputs available and sends the steps that read them, so independent steps run in
- * parallel and every response flows on. The request ends once no step is running: a decoupled
- * ensemble has sent each complete set of outputs as it appeared, any other sends its one response.
- * The first step failure fails the request; nothing is sent after it.
+ * One ensemble request flowing through its steps (Triton's EnsembleContext). Each ensemble tensor
+ * keeps its values in the order they were written (its iterations: the request's inputs are
+ * iteration 0; each response of a decoupled step writes the next one). A step is sent for
+ * iteration k once every tensor it reads has a k-th value, so independent steps run in parallel
+ * and every response of a decoupled step flows on, paired with the k-th values of the other
+ * tensors as Triton pairs them. The ensemble answers iteration k once every output it owes has a
+ * k-th value. The request ends once no step is running: a decoupled ensemble has sent each answer
+ * as it appeared, any other sends its one answer then. The first step failure fails the request;
+ * nothing is sent after it.
  */
 export class EnsembleRun {
-  private readonly tensors = new Map<string, Tensor>();
+  /**
+   * Ensemble tensor → its values by iteration, each with the number of readers (steps, the answer)
+   * still to take it; a value all have taken is dropped, as Triton releases it (a long decoupled
+   * stream does not pile up its tensors).
+   */
+  private readonly tensors = new Map<string, { values: (Tensor | undefined)[]; readers: number[] }>();
+  /** The outputs the client gets: those it asked for (all when it named none). */
+  private readonly owed: string[];
   private readonly tally: ComputeDurations = { inputNs: 0, inferNs: 0, outputNs: 0 };
   private running = 0;
   /** Steps sent whose execution statistics have not come back yet. */
@@ -60,19 +70,42 @@ export class EnsembleRun {
     private readonly onEnd: () => void,
   ) {
     this.execStart = now;
-    for (const t of item.request.inputs) this.tensors.set(t.name, t);
+    const asked = item.request.outputs?.map((o) => o.name).filter((n) => plan.outputNames.includes(n));
+    this.owed = asked && asked.length > 0 ? asked : plan.outputNames;
+    for (const t of item.request.inputs) this.write(t.name, t);
   }
 
   start(): void {
     // Held while the first steps are sent, so that one answering at once cannot end the request.
     this.running++;
-    for (const step of this.plan.roots) this.send(step);
+    for (const step of this.plan.roots) this.send(step, 0);
     this.running--;
     this.settle();
   }
 
-  /** Sends one step's request with the tensors it reads as they are now. */
-  private send(step: PlannedStep): void {
+  /** The k-th value of an ensemble tensor, if written (and not yet taken by all its readers). */
+  private valueOf(name: string, k: number): Tensor | undefined {
+    return this.tensors.get(name)?.values[k];
+  }
+
+  /** Writes the next value of an ensemble tensor; returns its iteration. */
+  private write(name: string, value: Tensor): number {
+    let entry = this.tensors.get(name);
+    if (!entry) this.tensors.set(name, (entry = { values: [], readers: [] }));
+    const readers = (this.plan.consumers.get(name)?.length ?? 0) + (this.owed.includes(name) ? 1 : 0);
+    entry.values.push(readers > 0 ? value : undefined);
+    entry.readers.push(readers);
+    return entry.values.length - 1;
+  }
+
+  /** One reader has taken the k-th value of `name`. */
+  private taken(name: string, k: number): void {
+    const entry = this.tensors.get(name);
+    if (entry && --entry.readers[k] <= 0) entry.values[k] = undefined;
+  }
+
+  /** Sends one step's request for iteration `k` of the tensors it reads. */
+  private send(step: PlannedStep, k: number): void {
     if (this.ended) return;
     const parent = this.item.request;
     if (isCancelled(parent)) {
@@ -83,9 +116,10 @@ export class EnsembleRun {
     const addBatch = !this.plan.batching && this.services.modelBatches(step.modelName, step.modelVersion) === true;
     const inputs: Tensor[] = [];
     for (const [modelInput, tensor] of step.inputs) {
-      const t = this.tensors.get(tensor)!;
+      const t = this.valueOf(tensor, k)!;
       inputs.push({ ...t, name: modelInput, shape: addBatch ? [1, ...t.shape] : t.shape });
     }
+    for (const tensor of new Set(step.inputs.map(([, t]) => t))) this.taken(tensor, k);
     this.running++;
     this.unreported++;
     this.services.inferStep(stepRequest(parent, step, inputs), {
@@ -98,13 +132,12 @@ export class EnsembleRun {
   private onStepResponse(step: PlannedStep, removeBatch: boolean, response: InferenceResponse | undefined, final: boolean): void {
     if (this.ended) return;
     if (response) {
-      const produced: string[] = [];
+      const produced: [string, number][] = [];
       for (const out of response.outputs) {
         const target = step.outputs.get(out.name);
         if (target === undefined) continue;
         const shape = removeBatch && out.shape[0] === 1 ? out.shape.slice(1) : out.shape;
-        this.tensors.set(target, { ...out, name: target, shape });
-        produced.push(target);
+        produced.push([target, this.write(target, { ...out, name: target, shape })]);
       }
       try {
         this.flowOn(produced);
@@ -128,33 +161,40 @@ export class EnsembleRun {
     this.report();
   }
 
-  /** New values of `produced`: the ensemble's outputs when complete, then every step that reads them. */
-  private flowOn(produced: string[]): void {
-    const outputs = this.plan.outputNames;
-    if (produced.some((n) => outputs.includes(n)) && outputs.every((n) => this.tensors.has(n))) {
+  /** New values (tensor, iteration): the ensemble's answer when complete, then every step that can run. */
+  private flowOn(produced: [string, number][]): void {
+    const answered = new Set<number>();
+    for (const [name, k] of produced) {
+      if (answered.has(k) || !this.owed.includes(name)) continue;
+      if (!this.owed.every((n) => this.valueOf(n, k) !== undefined)) continue;
+      answered.add(k);
       const response: InferenceResponse = {
         id: this.item.request.id,
         modelName: this.item.request.modelName,
         modelVersion: '',
-        outputs: outputs.map((n) => this.tensors.get(n)!),
+        outputs: this.owed.map((n) => this.valueOf(n, k)!),
       };
+      for (const n of this.owed) this.taken(n, k);
       if (this.plan.decoupled) this.item.sink.send(response, false);
       else this.answer = response;
     }
-    const next = new Set<PlannedStep>();
-    for (const name of produced) {
-      for (const step of this.plan.consumers.get(name) ?? []) next.add(step);
+    const next = new Map<PlannedStep, Set<number>>();
+    for (const [name, k] of produced) {
+      for (const step of this.plan.consumers.get(name) ?? []) {
+        if (!step.inputs.every(([, tensor]) => this.valueOf(tensor, k) !== undefined)) continue;
+        let ks = next.get(step);
+        if (!ks) next.set(step, (ks = new Set()));
+        ks.add(k);
+      }
     }
-    for (const step of next) {
-      if (step.inputs.every(([, tensor]) => this.tensors.has(tensor))) this.send(step);
-    }
+    for (const [step, ks] of next) for (const k of ks) this.send(step, k);
   }
 
   /** Ends the request once no step is running. */
   private settle(): void {
     if (this.ended || this.running > 0) return;
     if (!this.plan.decoupled && !this.answer) {
-      const missing = this.plan.outputNames.filter((n) => !this.tensors.has(n));
+      const missing = this.owed.filter((n) => !this.tensors.has(n));
       this.fail(
         InferenceError.internal(
           `ensemble '${this.plan.name}' did not produce output${missing.length > 1 ? 's' : ''} ${missing.map((n) => `'${n}'`).join(', ')}: a step it depends on never ran`,

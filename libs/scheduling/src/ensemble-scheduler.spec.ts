@@ -195,6 +195,53 @@ describe('EnsembleScheduler', () => {
     ]);
   });
 
+  it('pairs the k-th values written to each tensor, as Triton does, when a decoupled step runs ahead of the next one', () => {
+    // repeat (decoupled) writes V and I once per response; scale reads V and writes R; the answer is R with I.
+    const config: ModelConfig = {
+      name: 'stream',
+      platform: 'ensemble',
+      model_transaction_policy: { decoupled: true },
+      input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'R', data_type: 'TYPE_FP32', dims: [1] }, { name: 'I', data_type: 'TYPE_FP32', dims: [1] }],
+      ensemble_scheduling: {
+        step: [
+          { model_name: 'repeat', input_map: { IN: 'IN' }, output_map: { OUT: 'V', IDX: 'I' } },
+          { model_name: 'scale', input_map: { X: 'V' }, output_map: { Y: 'R' } },
+        ],
+      },
+    };
+    const log = new SinkLog();
+    const steps = new FakeSteps();
+    const s = new EnsembleScheduler(config, steps.services, new FakeClock());
+    s.enqueue(clientItem(log, 'r', [fp32('IN', [5, 6, 7])]).item);
+    const repeat = steps.call('repeat');
+    // Three responses of repeat before scale answers any of its three requests.
+    [5, 6, 7].forEach((v, i) => repeat.sink.send(response(repeat.request, [fp32('OUT', [v]), fp32('IDX', [i])]), false));
+    repeat.sink.send(undefined, true);
+    expect(steps.calls.filter((c) => c.request.modelName === 'scale').map((c) => valuesOf(c.request.inputs[0]))).toEqual([[5], [6], [7]]);
+    // Each answer pairs the k-th value written to R with the k-th written to I (Triton's iteration
+    // counts: the order values were written, not which request produced them).
+    steps.answer('scale', [fp32('Y', [50])], 0);
+    expect(log.events).toHaveLength(1);
+    for (const n of [2, 1]) steps.answer('scale', [fp32('Y', [10 * valuesOf(steps.input('scale', 'X', n))[0]])], n);
+    const answers = log.events.flatMap((e) => ('final' in e && e.response ? [e.response.outputs.map((t) => valuesOf(t)[0])] : []));
+    expect(answers).toEqual([[50, 0], [70, 1], [60, 2]]);
+    expect(log.finals()).toEqual(['r']);
+  });
+
+  it('owes the client only the outputs it asked for', () => {
+    const config: ModelConfig = { ...DIAMOND, output: [{ name: 'L' }, { name: 'R' }], ensemble_scheduling: { step: DIAMOND.ensemble_scheduling!.step!.slice(0, 2) } };
+    const log = new SinkLog();
+    const steps = new FakeSteps();
+    const s = new EnsembleScheduler(config, steps.services, new FakeClock());
+    s.enqueue(clientItem(log, 'r', [fp32('A', [1, 2])], { outputs: [{ name: 'R' }] }).item);
+    steps.answer('right', [fp32('y', [2, 4])]);
+    // left leaves out its output: R alone is owed, so the request succeeds.
+    steps.answer('left', []);
+    expect(log.errors()).toEqual([]);
+    expect(valuesOf(outputOf(log, 'r', 'R'))).toEqual([2, 4]);
+  });
+
   it('gives every step the ensemble request\'s correlation id, flags, priority, timeout, parameters and cancellation', () => {
     const log = new SinkLog();
     const steps = new FakeSteps();
