@@ -1,35 +1,10 @@
 import { isCancelled, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
-import { batchCompatible, type BatchRules } from './batch-former';
+import { batchCompatible } from './batch-former';
 import { Deque } from './deque';
 import { GuardedSink } from './guarded-sink';
+import type { SequenceBatch, SequenceBatchContext } from './sequence-batch';
 import type { SequenceRows, SlotState } from './sequence-rows';
-import { RELEASE, type QueuedRow, type SequenceKey, type SequenceSlots, type SlotEntry } from './sequence-slots';
-import type { Clock, ExecuteBatch } from './types';
-
-/** What the per-instance batchers of one sequence batcher share. */
-export interface SequenceBatchContext {
-  rows: SequenceRows;
-  /** Set by the scheduler once the table exists (the table delivers to the batchers). */
-  slots: SequenceSlots;
-  execute: ExecuteBatch;
-  clock: Clock;
-  rules: BatchRules;
-  /** Whether the scheduler is stopping: nothing waits for a fuller batch then. */
-  stopping(): boolean;
-  /** A request finished or left the batcher: the scheduler may have drained. */
-  changed(): void;
-}
-
-/** The per-instance batcher of one sequence strategy. */
-export interface SequenceBatch {
-  enqueue(slot: number, entry: SlotEntry): void;
-  readonly pendingCount: number;
-  readonly inflightCount: number;
-  /** Runs what waits for a fuller batch now (stopping). */
-  flush(): void;
-  /** Clears timers. */
-  dispose(): void;
-}
+import { RELEASE, type QueuedRow, type SequenceKey, type SlotEntry } from './sequence-slots';
 
 /**
  * The direct strategy on one instance (Triton's DirectSequenceBatch): each sequence owns one slot

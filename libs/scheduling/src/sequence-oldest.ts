@@ -2,7 +2,7 @@ import type { ModelConfig } from '@nereid/model-config';
 import { isCancelled, type ExecutionItem } from '@nereid/protocol';
 import { Deque } from './deque';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler';
-import type { SequenceBatch, SequenceBatchContext } from './sequence-direct';
+import type { SequenceBatch, SequenceBatchContext } from './sequence-batch';
 import type { SlotState } from './sequence-rows';
 import { RELEASE, type SequenceKey, type SlotEntry } from './sequence-slots';
 
