@@ -4,6 +4,7 @@ import { parseModelConfig, type ModelConfig } from '@nereid/model-config';
 import type { InferenceRequest } from '@nereid/protocol';
 import type { ModelInstance } from '../backend';
 import { OnnxRuntimeBackend } from './onnxruntime-backend';
+import type { OnnxRuntimeInstance } from './onnxruntime-instance';
 import { FIXTURES, int32, loadContext, outputOf, probe, request } from './onnxruntime.testing';
 
 /**
@@ -70,7 +71,9 @@ describe('OnnxRuntimeBackend with sequence batching', () => {
   it('runs a batch of slots, padding rows included, in one session run, each row with its own state', async () => {
     const rows = [accumulatorRow(1, 10, false, ['OUTPUT', 'ACC_OUT']), accumulatorRow(0, 0, false, ['OUTPUT', 'ACC_OUT'], true), accumulatorRow(2, 20, true, ['OUTPUT', 'ACC_OUT'])];
     const probes = rows.map((r) => probe(r));
+    const runsBefore = (accumulator as OnnxRuntimeInstance).sessionRuns;
     await accumulator.execute(probes.map((p) => p.item));
+    expect((accumulator as OnnxRuntimeInstance).sessionRuns - runsBefore).toBe(1);
     const sums = await Promise.all(probes.map(async (p) => Array.from(outputOf(await p.result, 'ACC_OUT').data as Int32Array)));
     // READY=0 passes ACC_IN through untouched.
     expect(sums).toEqual([[11], [0], [2]]);
