@@ -5,6 +5,8 @@
  * a batch dimension of 1 added (and removed from the answer); the ensemble's own statistics count
  * its requests while the composing model's count the steps.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import * as http from 'node:http';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -18,6 +20,7 @@ const outputOf = (body: Msg, name: string) => (body.outputs as Msg[]).find((o) =
 
 describe('ensembles as a scheduler', () => {
   let server: Server;
+  let executedFile = '';
   beforeAll(async () => {
     const repo = makeRepository({
       slow_scale: path.join(FIX, 'slow_scale'),
@@ -27,7 +30,9 @@ describe('ensembles as a scheduler', () => {
       sequence_sum_str: path.join(FIX, 'sequence_sum_str'), ensemble_sequence: path.join(FIX, 'ensemble_sequence'),
       decoupled_repeat: path.join(FIX, 'decoupled_repeat'), identity_types: path.join(FIX, 'identity_types'),
       ensemble_repeat: path.join(FIX, 'ensemble_repeat'),
+      record_wait: path.join(FIX, 'record_wait'), ensemble_wait: path.join(FIX, 'ensemble_wait'),
     });
+    executedFile = path.join(repo, 'record_wait', 'executed.txt');
     server = await startTestServer({ modelRepositories: [repo] });
   }, 120_000);
   afterAll(() => server?.close());
@@ -159,5 +164,36 @@ describe('ensembles as a scheduler', () => {
     ]);
     expect((await stats('identity_types')).inference_stats.success.count).toBe(3);
   });
+
+
+  it('cancels the queued step of an ensemble request whose client went away: the step never runs', async () => {
+    const executed = () => (existsSync(executedFile) ? readFileSync(executedFile, 'utf8').split('\n').filter(Boolean) : []);
+    const waitFor = async (what: () => boolean | Promise<boolean>) => {
+      const start = Date.now();
+      while (!(await what())) {
+        if (Date.now() - start > 15_000) throw new Error('timed out');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    // record_wait's one instance runs 'busy' for 1.5 s; the ensemble's step for 'gone' queues behind it.
+    const busy = infer('record_wait', { id: 'busy', inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [1500] }] });
+    await waitFor(() => executed().includes('busy'));
+    const body = JSON.stringify({ id: 'gone', inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [0] }] });
+    const req = http.request(`${server.http}/v2/models/ensemble_wait/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    req.on('error', () => undefined);
+    req.end(body);
+    await new Promise((r) => setTimeout(r, 300));
+    req.destroy();
+    expect((await busy).status).toBe(200);
+    const failures = async () => (await stats('record_wait')).inference_stats.fail.count as number;
+    await waitFor(async () => (await failures()) === 1);
+    expect(executed()).toEqual(['busy']);
+    const ensemble = (await stats('ensemble_wait')).inference_stats;
+    expect(ensemble.fail.count).toBe(1);
+    expect(ensemble.success.count).toBe(0);
+  }, 30_000);
 
 });
