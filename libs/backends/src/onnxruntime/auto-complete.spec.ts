@@ -79,4 +79,25 @@ describe('autoCompleteFromOnnx', () => {
     const seq: OnnxModelInfo = { inputs: [{ name: 'L', isTensor: false, elemType: 0 }], outputs: [] };
     expect(() => autoCompleteFromOnnx({ name: 'm' }, seq, 4)).toThrow(/'L' is not a tensor/);
   });
+  it('leaves sequence controls and implicit states out of the inputs and outputs it fills', () => {
+    const accumulator: OnnxModelInfo = {
+      inputs: ['INPUT', 'START', 'READY', 'ACC_IN'].map((n) => tensor(n, 6, [-1, 1])),
+      outputs: ['OUTPUT', 'ACC_OUT'].map((n) => tensor(n, 6, [-1, 1])),
+    };
+    const config: ModelConfig = {
+      name: 'acc',
+      max_batch_size: 8,
+      sequence_batching: {
+        control_input: [
+          { name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', int32_false_true: [0, 1] }] },
+          { name: 'READY', control: [{ kind: 'CONTROL_SEQUENCE_READY', int32_false_true: [0, 1] }] },
+        ],
+        state: [{ input_name: 'ACC_IN', output_name: 'ACC_OUT', data_type: 'TYPE_INT32', dims: [1] }],
+      },
+    };
+    const c = autoCompleteFromOnnx(config, accumulator, 4);
+    expect(c.input).toEqual([{ name: 'INPUT', data_type: 'TYPE_INT32', dims: [1] }]);
+    expect(c.output).toEqual([{ name: 'OUTPUT', data_type: 'TYPE_INT32', dims: [1] }]);
+    expect(c.dynamic_batching).toBeUndefined();
+  });
 });

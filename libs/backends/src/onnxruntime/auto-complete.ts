@@ -13,7 +13,8 @@ import type { OnnxModelInfo, OnnxValueInfo } from './onnx-model-info';
  *   scheduler is configured `dynamic_batching {}` is added;
  * - a model that cannot batch keeps `max_batch_size` 0 (a non-zero one is an error);
  * - an empty `input` (or `output`) list is filled with every graph input (output), dims without the
- *   batch dim; a scalar gets `dims: [1]` (with `reshape { shape: [] }` when batching).
+ *   batch dim; a scalar gets `dims: [1]` (with `reshape { shape: [] }` when batching); sequence
+ *   controls and implicit states are left out (the sequence batcher fills them).
  * An explicit `max_batch_size` (0 included) is kept: the JSON form tells "absent" from "0".
  */
 export function autoCompleteFromOnnx(
@@ -40,8 +41,16 @@ export function autoCompleteFromOnnx(
   }
 
   const batching = out.max_batch_size > 0;
-  if (!hasInputs) out.input = info.inputs.map((v) => completeIo(v, batching, modelName));
-  if (!hasOutputs) out.output = info.outputs.map((v) => completeIo(v, batching, modelName));
+  // Sequence controls and implicit states are the server's tensors, never the config's inputs and
+  // outputs (Triton would list them, and its load check would then count them twice).
+  const sequence = config.sequence_batching;
+  const serverTensors = new Set([
+    ...(sequence?.control_input ?? []).map((c) => c.name ?? ''),
+    ...(sequence?.state ?? []).flatMap((s) => [s.input_name ?? '', s.output_name ?? '']),
+  ]);
+  const clientTensors = (values: readonly OnnxValueInfo[]) => values.filter((v) => !serverTensors.has(v.name));
+  if (!hasInputs) out.input = clientTensors(info.inputs).map((v) => completeIo(v, batching, modelName));
+  if (!hasOutputs) out.output = clientTensors(info.outputs).map((v) => completeIo(v, batching, modelName));
   return out;
 }
 

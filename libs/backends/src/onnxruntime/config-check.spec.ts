@@ -94,6 +94,14 @@ describe('checkConfigAgainstOnnx', () => {
     expect(check(seqDir, unbatched)).toThrow("sequence control 'START' in model has dims [-1,1] but dims [1] is expected");
   });
 
+  it('accepts a sequence model whose inputs and outputs were auto-completed (controls and states left out)', () => {
+    const dir = path.join(FIXTURES, 'accumulator_short_idle');
+    const { input: _input, output: _output, ...bare } = configOf(dir);
+    const completed = autoCompleteFromOnnx(bare, infoOf(dir), 4);
+    expect(completed.input?.map((i) => i.name)).toEqual(['INPUT']);
+    expect(check(dir, completed)).not.toThrow();
+  });
+
   it('checks implicit states: both tensors in the graph, with the state\'s datatype', () => {
     const dir = path.join(FIXTURES, 'accumulator_short_idle');
     const config = configOf(dir);
