@@ -90,11 +90,6 @@ export class SequenceControls {
     return this.corrid;
   }
 
-  /** Whether the model has any control input. */
-  get any(): boolean {
-    return this.names.size > 0;
-  }
-
   /**
    * Appends the control tensors of one row to `out`. `corrid` is the row's correlation id (0n for
    * a padding row: a model cannot trust any input of a row that is not ready). The boolean tensors
