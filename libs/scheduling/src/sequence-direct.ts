@@ -188,7 +188,9 @@ export class DirectSequenceBatch implements SequenceBatch {
     this.ctx.changed();
   }
 
+  /** Gives the slot back (its state goes with the sequence: the next one starts with START). */
   private releaseSlot(slot: number, cancelled?: SequenceKey): void {
+    this.states[slot].values = undefined;
     this.owners[slot] = this.ctx.slots.release({ instance: this.instance, slot }, this.queues[slot], cancelled);
   }
 

@@ -101,6 +101,7 @@ export class OldestSequenceBatch implements SequenceBatch {
       }
       let again = false;
       if (release) {
+        this.states[slot].values = undefined;
         const taken = this.ctx.slots.release({ instance: this.instance, slot }, q, cancelled);
         again = taken !== undefined && !this.inFlight[slot];
       }
