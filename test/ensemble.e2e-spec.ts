@@ -5,7 +5,7 @@
  * a batch dimension of 1 added (and removed from the answer); the ensemble's own statistics count
  * its requests while the composing model's count the steps.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -20,9 +20,14 @@ const outputOf = (body: Msg, name: string) => (body.outputs as Msg[]).find((o) =
 
 describe('ensembles as a scheduler', () => {
   let server: Server;
-  let executedFile = '';
+  let repo = '';
+  /** The request ids a record_wait model has executed, in order. */
+  const executed = (model: string): string[] => {
+    const file = path.join(repo, model, 'executed.txt');
+    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+  };
   beforeAll(async () => {
-    const repo = makeRepository({
+    repo = makeRepository({
       slow_scale: path.join(FIX, 'slow_scale'),
       ensemble_batched: path.join(FIX, 'ensemble_batched'),
       ensemble_flat: path.join(FIX, 'ensemble_flat'),
@@ -32,7 +37,22 @@ describe('ensembles as a scheduler', () => {
       ensemble_repeat: path.join(FIX, 'ensemble_repeat'),
       record_wait: path.join(FIX, 'record_wait'), ensemble_wait: path.join(FIX, 'ensemble_wait'),
     });
-    executedFile = path.join(repo, 'record_wait', 'executed.txt');
+    // record_wait behind a dynamic batcher whose queue policy lets a request shorten the 10 s timeout,
+    // and a non-batching ensemble in front of it.
+    mkdirSync(path.join(repo, 'wait_batched', '1'), { recursive: true });
+    cpSync(path.join(FIX, 'record_wait', '1', 'model.py'), path.join(repo, 'wait_batched', '1', 'model.py'));
+    writeFileSync(
+      path.join(repo, 'wait_batched', 'config.pbtxt'),
+      'name: "wait_batched"\nbackend: "python"\nmax_batch_size: 8\n' +
+        'input [ { name: "WAIT_MS" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n' +
+        'instance_group [ { count: 1 kind: KIND_CPU } ]\n' +
+        'dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 10000000 allow_timeout_override: true } }\n',
+    );
+    mkdirSync(path.join(repo, 'ensemble_timeout', '1'), { recursive: true });
+    writeFileSync(
+      path.join(repo, 'ensemble_timeout', 'config.pbtxt'),
+      readFileSync(path.join(FIX, 'ensemble_wait', 'config.pbtxt'), 'utf8').replace(/ensemble_wait/g, 'ensemble_timeout').replace('"record_wait"', '"wait_batched"'),
+    );
     server = await startTestServer({ modelRepositories: [repo] });
   }, 120_000);
   afterAll(() => server?.close());
@@ -167,7 +187,6 @@ describe('ensembles as a scheduler', () => {
 
 
   it('cancels the queued step of an ensemble request whose client went away: the step never runs', async () => {
-    const executed = () => (existsSync(executedFile) ? readFileSync(executedFile, 'utf8').split('\n').filter(Boolean) : []);
     const waitFor = async (what: () => boolean | Promise<boolean>) => {
       const start = Date.now();
       while (!(await what())) {
@@ -177,7 +196,7 @@ describe('ensembles as a scheduler', () => {
     };
     // record_wait's one instance runs 'busy' for 1.5 s; the ensemble's step for 'gone' queues behind it.
     const busy = infer('record_wait', { id: 'busy', inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [1500] }] });
-    await waitFor(() => executed().includes('busy'));
+    await waitFor(() => executed('record_wait').includes('busy'));
     const body = JSON.stringify({ id: 'gone', inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [0] }] });
     const req = http.request(`${server.http}/v2/models/ensemble_wait/infer`, {
       method: 'POST',
@@ -190,10 +209,33 @@ describe('ensembles as a scheduler', () => {
     expect((await busy).status).toBe(200);
     const failures = async () => (await stats('record_wait')).inference_stats.fail.count as number;
     await waitFor(async () => (await failures()) === 1);
-    expect(executed()).toEqual(['busy']);
+    expect(executed('record_wait')).toEqual(['busy']);
     const ensemble = (await stats('ensemble_wait')).inference_stats;
     expect(ensemble.fail.count).toBe(1);
     expect(ensemble.success.count).toBe(0);
+  }, 30_000);
+
+
+  it('gives the ensemble request\'s timeout to its step: it expires in the step model\'s queue', async () => {
+    let busyDone = Infinity;
+    const busy = infer('wait_batched', { id: 'busy', inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1, 1], data: [2000] }] }).then(
+      (r) => ((busyDone = Date.now()), r),
+    );
+    const start = Date.now();
+    while (!executed('wait_batched').includes('busy')) {
+      if (Date.now() - start > 15_000) throw new Error('timed out waiting for the busy request to run');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const late = await infer('ensemble_timeout', {
+      id: 'late',
+      parameters: { timeout: 300_000 },
+      inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [0] }],
+    });
+    const lateAt = Date.now();
+    expect(late).toMatchObject({ status: 503, body: { error: 'Request timeout expired' } });
+    expect((await busy).status).toBe(200);
+    expect(lateAt).toBeLessThan(busyDone);
+    expect(executed('wait_batched')).toEqual(['busy']);
   }, 30_000);
 
 });
