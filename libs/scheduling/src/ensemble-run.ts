@@ -10,7 +10,7 @@ import {
 } from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
 import type { EnsemblePlan, PlannedStep } from './ensemble-plan';
-import { cancelledError } from './rejections';
+import { cancelledError, requestPrefix } from './rejections';
 
 /**
  * What an ensemble scheduler needs from the server around it.
@@ -194,10 +194,11 @@ export class EnsembleRun {
   private settle(): void {
     if (this.ended || this.running > 0) return;
     if (!this.plan.decoupled && !this.answer) {
-      const missing = this.owed.filter((n) => !this.tensors.has(n));
+      // Triton's words for a request whose steps are done without a complete answer (a decoupled
+      // ensemble may answer nothing and just ends).
       this.fail(
-        InferenceError.internal(
-          `ensemble '${this.plan.name}' did not produce output${missing.length > 1 ? 's' : ''} ${missing.map((n) => `'${n}'`).join(', ')}: a step it depends on never ran`,
+        InferenceError.invalidArg(
+          `in ensemble '${this.plan.name}', ${requestPrefix(this.item.request)}unexpected deadlock, at least one output is not set while no more ensemble steps can be made`,
         ),
       );
       return;

@@ -316,7 +316,7 @@ describe('EnsembleScheduler', () => {
     expect(s.inflightCount).toBe(0);
   });
 
-  it('fails a request whose steps ended without writing every output', () => {
+  it('fails a request whose steps ended without writing every output, in Triton\'s words', () => {
     const log = new SinkLog();
     const steps = new FakeSteps();
     const s = new EnsembleScheduler(PIPELINE, steps.services, new FakeClock());
@@ -324,7 +324,11 @@ describe('EnsembleScheduler', () => {
     // add_sub leaves out 'diff': mul never becomes ready.
     steps.answer('add_sub', [fp32('sum', [2, 2])]);
     expect(log.errors()).toEqual([
-      { id: 'r', code: 'INTERNAL', message: "ensemble 'pipe' did not produce output 'OUT': a step it depends on never ran" },
+      {
+        id: 'r',
+        code: 'INVALID_ARG',
+        message: "in ensemble 'pipe', [request id: r] unexpected deadlock, at least one output is not set while no more ensemble steps can be made",
+      },
     ]);
   });
 
