@@ -66,7 +66,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         onError: (e) => sink.fail(e),
         onExecuted: (stats) => sink.executed?.(stats),
       }),
-    modelBatches: (name, version) => core.modelBatches(name, version),
+    modelConfig: (name, version) => core.servedConfig(name, version),
     onBatch: (report) => core.onBatch(report),
   });
   const transport = createInMemoryTransport(scheduler, worker);

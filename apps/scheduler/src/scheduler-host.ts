@@ -7,7 +7,7 @@ import type { BatchReport, ModelKey, SchedulerChannel, WorkerCapacity, WorkerCha
 export interface SchedulerServices {
   /** Sends a step request through the server's infer path (its model's scheduler, statistics). */
   inferStep: EnsembleServices['inferStep'];
-  modelBatches: EnsembleServices['modelBatches'];
+  modelConfig: EnsembleServices['modelConfig'];
   /** Statistics of one execution that no worker ran (an ensemble request). */
   onBatch(report: BatchReport): void;
 }
@@ -30,7 +30,7 @@ export class SchedulerHost implements SchedulerChannel {
       execute: (instance, items) => this.worker.execute(key, instance, items),
       ensemble: services && {
         inferStep: services.inferStep,
-        modelBatches: services.modelBatches,
+        modelConfig: services.modelConfig,
         onExecution: (batchSize, compute) => services.onBatch({ key, batchSize, requestCount: 1, compute }),
       },
     });

@@ -168,10 +168,10 @@ export class NereidCore implements InferenceCore {
     return this.resolve(name, version).config.model_transaction_policy?.decoupled === true;
   }
 
-  /** Whether a served model batches (max_batch_size > 0); undefined when it is not served. For ensembles' steps. */
-  modelBatches(name: string, version: number): boolean | undefined {
+  /** The config of a served model version; undefined when it is not served. For ensembles' steps. */
+  servedConfig(name: string, version: number): ModelConfig | undefined {
     try {
-      return (this.resolve(name, version).config.max_batch_size ?? 0) > 0;
+      return this.resolve(name, version).config;
     } catch {
       return undefined;
     }

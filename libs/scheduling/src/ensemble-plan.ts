@@ -30,6 +30,8 @@ export interface EnsemblePlan {
   roots: PlannedStep[];
   /** The ensemble's outputs, in config order. */
   outputNames: string[];
+  /** Their dims (without the batch dimension). */
+  outputDims: Map<string, number[]>;
 }
 
 export function planEnsemble(config: ModelConfig): EnsemblePlan {
@@ -57,5 +59,6 @@ export function planEnsemble(config: ModelConfig): EnsemblePlan {
     consumers,
     roots: steps.filter((s) => s.inputs.every(([, tensor]) => ensembleInputs.has(tensor))),
     outputNames: (config.output ?? []).map((o) => o.name ?? ''),
+    outputDims: new Map((config.output ?? []).map((o) => [o.name ?? '', o.dims ?? []])),
   };
 }

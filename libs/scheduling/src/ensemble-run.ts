@@ -8,8 +8,10 @@ import {
   type InferenceResponse,
   type ResponseSink,
 } from '@nereid/protocol';
+import type { ModelConfig } from '@nereid/model-config';
 import type { Tensor } from '@nereid/tensor';
 import type { EnsemblePlan, PlannedStep } from './ensemble-plan';
+import { shapeFor, type EnsembleValue } from './ensemble-shapes';
 import { cancelledError, requestPrefix } from './rejections';
 
 /**
@@ -24,10 +26,10 @@ export interface EnsembleServices {
    */
   inferStep(request: InferenceRequest, sink: ResponseSink): void;
   /**
-   * Whether the served model batches (max_batch_size > 0); undefined when it is not served (the
-   * step request then fails with the server's own words).
+   * The config of the served model a step names (its batching and input dims shape what the step
+   * gets); undefined when it is not served (the step request then fails with the server's words).
    */
-  modelBatches(name: string, version: number): boolean | undefined;
+  modelConfig(name: string, version: number): ModelConfig | undefined;
   /** One ensemble request was executed: `batchSize` inferences, its steps' compute time (batch statistics). */
   onExecution?(batchSize: number, compute: ComputeDurations): void;
 }
@@ -49,7 +51,7 @@ export class EnsembleRun {
    * still to take it; a value all have taken is dropped, as Triton releases it (a long decoupled
    * stream does not pile up its tensors).
    */
-  private readonly tensors = new Map<string, { values: (Tensor | undefined)[]; readers: number[] }>();
+  private readonly tensors = new Map<string, { values: (EnsembleValue | undefined)[]; readers: number[] }>();
   /** The outputs the client gets: those it asked for (all when it named none). */
   private readonly owed: string[];
   private readonly tally: ComputeDurations = { inputNs: 0, inferNs: 0, outputNs: 0 };
@@ -72,7 +74,7 @@ export class EnsembleRun {
     this.execStart = now;
     const asked = item.request.outputs?.map((o) => o.name).filter((n) => plan.outputNames.includes(n));
     this.owed = asked && asked.length > 0 ? asked : plan.outputNames;
-    for (const t of item.request.inputs) this.write(t.name, t);
+    for (const t of item.request.inputs) this.write(t.name, { tensor: t, batch: plan.batching ? (t.shape[0] ?? 1) : 0 });
   }
 
   start(): void {
@@ -84,12 +86,12 @@ export class EnsembleRun {
   }
 
   /** The k-th value of an ensemble tensor, if written (and not yet taken by all its readers). */
-  private valueOf(name: string, k: number): Tensor | undefined {
+  private valueOf(name: string, k: number): EnsembleValue | undefined {
     return this.tensors.get(name)?.values[k];
   }
 
   /** Writes the next value of an ensemble tensor; returns its iteration. */
-  private write(name: string, value: Tensor): number {
+  private write(name: string, value: EnsembleValue): number {
     let entry = this.tensors.get(name);
     if (!entry) this.tensors.set(name, (entry = { values: [], readers: [] }));
     const readers = (this.plan.consumers.get(name)?.length ?? 0) + (this.owed.includes(name) ? 1 : 0);
@@ -112,32 +114,35 @@ export class EnsembleRun {
       this.fail(cancelledError(parent));
       return;
     }
-    // A non-batching ensemble feeding a batching model: the step gets a batch of one (Triton's rule).
-    const addBatch = !this.plan.batching && this.services.modelBatches(step.modelName, step.modelVersion) === true;
+    // Between batching and non-batching models a batch dimension of 1 comes and goes (shapeFor).
+    const config = this.services.modelConfig(step.modelName, step.modelVersion);
+    const batching = (config?.max_batch_size ?? 0) > 0;
     const inputs: Tensor[] = [];
     for (const [modelInput, tensor] of step.inputs) {
-      const t = this.valueOf(tensor, k)!;
-      inputs.push({ ...t, name: modelInput, shape: addBatch ? [1, ...t.shape] : t.shape });
+      const value = this.valueOf(tensor, k)!;
+      const dims = config?.input?.find((i) => i.name === modelInput)?.dims;
+      inputs.push({ ...value.tensor, name: modelInput, shape: config ? shapeFor(dims, batching, value) : value.tensor.shape });
     }
+    // What the step's outputs carry: the batch size of its request when its model batches.
+    const batch = batching ? (inputs[0]?.shape[0] ?? 1) : 0;
     for (const tensor of new Set(step.inputs.map(([, t]) => t))) this.taken(tensor, k);
     this.running++;
     this.unreported++;
     this.services.inferStep(stepRequest(parent, step, inputs), {
-      send: (response, final) => this.onStepResponse(step, addBatch, response, final),
+      send: (response, final) => this.onStepResponse(step, batch, response, final),
       fail: (error) => this.fail(error),
       executed: (stats) => this.onStepExecuted(stats),
     });
   }
 
-  private onStepResponse(step: PlannedStep, removeBatch: boolean, response: InferenceResponse | undefined, final: boolean): void {
+  private onStepResponse(step: PlannedStep, batch: number, response: InferenceResponse | undefined, final: boolean): void {
     if (this.ended) return;
     if (response) {
       const produced: [string, number][] = [];
       for (const out of response.outputs) {
         const target = step.outputs.get(out.name);
         if (target === undefined) continue;
-        const shape = removeBatch && out.shape[0] === 1 ? out.shape.slice(1) : out.shape;
-        produced.push([target, this.write(target, { ...out, name: target, shape })]);
+        produced.push([target, this.write(target, { tensor: { ...out, name: target }, batch })]);
       }
       try {
         this.flowOn(produced);
@@ -172,7 +177,10 @@ export class EnsembleRun {
         id: this.item.request.id,
         modelName: this.item.request.modelName,
         modelVersion: '',
-        outputs: this.owed.map((n) => this.valueOf(n, k)!),
+        outputs: this.owed.map((n) => {
+          const value = this.valueOf(n, k)!;
+          return { ...value.tensor, shape: shapeFor(this.plan.outputDims.get(n), this.plan.batching, value) };
+        }),
       };
       for (const n of this.owed) this.taken(n, k);
       if (this.plan.decoupled) this.item.sink.send(response, false);

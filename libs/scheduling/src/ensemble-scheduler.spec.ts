@@ -47,13 +47,14 @@ interface StepCall {
 /** A fake server: records each step request; the test answers them. */
 class FakeSteps {
   readonly calls: StepCall[] = [];
-  readonly batching = new Set<string>();
+  /** Configs of the served models (unknown models are not served). */
+  readonly configs = new Map<string, ModelConfig>();
   readonly executions: { batchSize: number; compute: ComputeDurations }[] = [];
   readonly services = {
     inferStep: (request: InferenceRequest, sink: ResponseSink) => {
       this.calls.push({ request, sink });
     },
-    modelBatches: (name: string) => this.batching.has(name),
+    modelConfig: (name: string) => this.configs.get(name),
     onExecution: (batchSize: number, compute: ComputeDurations) => {
       this.executions.push({ batchSize, compute: { ...compute } });
     },
@@ -264,28 +265,61 @@ describe('EnsembleScheduler', () => {
     expect(log.errors()).toEqual([{ id: 'r', code: 'CANCELLED', message: '[request id: r] Request was cancelled before it ran' }]);
   });
 
-  it('adds a batch dimension of 1 where a non-batching ensemble feeds a batching model, and removes it on the way back', () => {
+  /** A model config with inputs x and y of `dims`. */
+  const model = (maxBatchSize: number, dims: number[]): ModelConfig => ({
+    max_batch_size: maxBatchSize,
+    input: [{ name: 'x', dims }, { name: 'y', dims }],
+  });
+
+  it('adds a batch dimension of 1 where a non-batching ensemble feeds a batching model, and removes it for a non-batching reader', () => {
     const log = new SinkLog();
     const steps = new FakeSteps();
-    steps.batching.add('add_sub');
+    steps.configs.set('add_sub', model(8, [2])).set('mul', model(0, [2]));
     const s = new EnsembleScheduler(PIPELINE, steps.services, new FakeClock());
     s.enqueue(clientItem(log, 'r', [fp32('A', [1, 2]), fp32('B', [3, 4])]).item);
     expect(steps.input('add_sub', 'x')?.shape).toEqual([1, 2]);
     steps.answer('add_sub', [fp32('sum', [4, 6], [1, 2]), fp32('diff', [-2, -2], [1, 2])]);
-    // mul does not batch: it gets the tensors without the batch dimension.
+    // mul does not batch: a batch of one loses its batch dimension.
     expect(steps.input('mul', 'x')?.shape).toEqual([2]);
     steps.answer('mul', [fp32('prod', [-8, -12])]);
     expect(outputOf(log, 'r', 'OUT')?.shape).toEqual([2]);
   });
 
-  it('passes shapes through when the ensemble batches', () => {
+  it('removes the batch dimension of a batching last step from the answer of a non-batching ensemble', () => {
     const log = new SinkLog();
     const steps = new FakeSteps();
-    steps.batching.add('add_sub').add('mul');
+    steps.configs.set('add_sub', model(8, [2])).set('mul', model(8, [2]));
+    const s = new EnsembleScheduler(PIPELINE, steps.services, new FakeClock());
+    s.enqueue(clientItem(log, 'r', [fp32('A', [1, 2]), fp32('B', [3, 4])]).item);
+    steps.answer('add_sub', [fp32('sum', [4, 6], [1, 2]), fp32('diff', [-2, -2], [1, 2])]);
+    // Batching to batching: the batch of one passes as it is.
+    expect(steps.input('mul', 'x')?.shape).toEqual([1, 2]);
+    steps.answer('mul', [fp32('prod', [-8, -12], [1, 2])]);
+    expect(outputOf(log, 'r', 'OUT')?.shape).toEqual([2]);
+  });
+
+  it('leaves a shape alone that is not the reader\'s dims (Triton\'s rule compares with the config)', () => {
+    const log = new SinkLog();
+    const steps = new FakeSteps();
+    // The ensemble's A is already [1, 2]: add_sub, batching with dims [2], takes it as a batch of one.
+    steps.configs.set('add_sub', model(8, [2]));
+    const s = new EnsembleScheduler(PIPELINE, steps.services, new FakeClock());
+    s.enqueue(clientItem(log, 'r', [fp32('A', [1, 2], [1, 2]), fp32('B', [3, 4], [1, 2])]).item);
+    expect(steps.input('add_sub', 'x')?.shape).toEqual([1, 2]);
+    // A model the server does not serve gets the tensors as they are (the server refuses the step).
+    steps.answer('add_sub', [fp32('sum', [4, 6], [1, 2]), fp32('diff', [-2, -2], [1, 2])]);
+    expect(steps.input('mul', 'x')?.shape).toEqual([1, 2]);
+  });
+
+  it('passes shapes through when the ensemble and its models batch', () => {
+    const log = new SinkLog();
+    const steps = new FakeSteps();
+    steps.configs.set('add_sub', model(8, [2])).set('mul', model(8, [2]));
     const s = new EnsembleScheduler({ ...PIPELINE, max_batch_size: 4 }, steps.services, new FakeClock());
     s.enqueue(clientItem(log, 'r', [fp32('A', [1, 2, 3, 4], [2, 2]), fp32('B', [1, 2, 3, 4], [2, 2])]).item);
     expect(steps.input('add_sub', 'x')?.shape).toEqual([2, 2]);
     steps.answer('add_sub', [fp32('sum', [0, 0, 0, 0], [2, 2]), fp32('diff', [0, 0, 0, 0], [2, 2])]);
+    expect(steps.input('mul', 'x')?.shape).toEqual([2, 2]);
     steps.answer('mul', [fp32('prod', [0, 0, 0, 0], [2, 2])]);
     expect(outputOf(log, 'r', 'OUT')?.shape).toEqual([2, 2]);
     expect(steps.executions.map((e) => e.batchSize)).toEqual([2]);
@@ -309,7 +343,7 @@ describe('EnsembleScheduler', () => {
     const log = new SinkLog();
     const s = new EnsembleScheduler(PIPELINE, {
       inferStep: (_r, sink) => sink.fail(InferenceError.invalidArg("Request for unknown model: 'add_sub' is not found")),
-      modelBatches: () => undefined,
+      modelConfig: () => undefined,
     });
     s.enqueue(clientItem(log, 'r', [fp32('A', [1, 1]), fp32('B', [1, 1])]).item);
     expect(log.errors()).toEqual([{ id: 'r', code: 'INVALID_ARG', message: "Request for unknown model: 'add_sub' is not found" }]);
