@@ -9,13 +9,14 @@
 // 2. added latency: one client, one sequence, on the oldest-strategy model, against the same graph
 //    served by the default scheduler (no sequence_batching: the client sends START/READY and carries
 //    the state itself). p50 of each, and the difference.
+// Clients: one raw keep-alive HTTP connection per sequence (raw-client.js), JSON tensors.
 // Usage: node bench/sequence-batching/run.js [rounds=3] [steps=100] [latency requests=2000]
 //        (needs `npm run build` first)
 const fs = require('node:fs');
-const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, startNereid, fmt } = require('../lib/util');
+const { RawConnection } = require('./raw-client');
 const { accumulatorModel, accumulatorConfig, accumulatorPlainConfig } = require(path.join(ROOT, 'scripts/onnx/sequence-models'));
 
 const ROUNDS = Number(process.argv[2] || 3);
@@ -23,7 +24,9 @@ const STEPS = Number(process.argv[3] || 100);
 const LATENCY_REQUESTS = Number(process.argv[4] || 2000);
 const SEQUENCES = 64;
 
-const OLDEST = 'oldest {\n    max_candidate_sequences: 64\n    preferred_batch_size: [ 8 ]\n    max_queue_delay_microseconds: 0\n  }';
+/** The oldest strategy for 64 candidate sequences, batches formed as soon as the instance is free. */
+const oldest = (preferred) =>
+  `oldest {\n    max_candidate_sequences: 64\n${preferred ? `    preferred_batch_size: [ ${preferred} ]\n` : ''}    max_queue_delay_microseconds: 0\n  }`;
 
 function writeModel(repo, name, onnx, config) {
   fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
@@ -33,29 +36,23 @@ function writeModel(repo, name, onnx, config) {
 
 function makeRepo() {
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-seq-'));
-  writeModel(repo, 'acc_oldest', accumulatorModel(true), accumulatorConfig({ name: 'acc_oldest', strategy: OLDEST }));
-  writeModel(repo, 'acc_nobatch', accumulatorModel(false), accumulatorConfig({ name: 'acc_nobatch', maxBatchSize: 0, strategy: OLDEST }));
+  writeModel(repo, 'acc_oldest', accumulatorModel(true), accumulatorConfig({ name: 'acc_oldest', strategy: oldest(8) }));
+  writeModel(repo, 'acc_nobatch', accumulatorModel(false), accumulatorConfig({ name: 'acc_nobatch', maxBatchSize: 0, strategy: oldest(0) }));
   writeModel(repo, 'acc_plain', accumulatorModel(true), accumulatorPlainConfig('acc_plain'));
   return repo;
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: SEQUENCES });
+/** POSTs an infer request on a raw keep-alive connection; resolves with the parsed response. */
+async function post(conn, model, body) {
+  const r = await conn.post(`/v2/models/${model}/infer`, body);
+  if (r.status !== 200) throw new Error(`${model}: ${r.status} ${r.body}`);
+  return JSON.parse(r.body);
+}
 
-function post(port, model, body) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: `/v2/models/${model}/infer`, method: 'POST', agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        if (res.statusCode !== 200) return reject(new Error(`${model}: ${res.statusCode} ${text}`));
-        resolve(JSON.parse(text));
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+async function connections(port, n) {
+  const conns = Array.from({ length: n }, () => new RawConnection(port));
+  await Promise.all(conns.map((c) => c.ready));
+  return conns;
 }
 
 function outputOf(res, name = 'OUTPUT') {
@@ -87,58 +84,79 @@ async function stats(port, model) {
 
 /** 64 sequences x STEPS, all at once; returns req/s, latency percentiles (ms) and mean batch size. */
 async function throughputRound(port, model, batching, idBase) {
+  const conns = await connections(port, SEQUENCES);
   const before = await stats(port, model);
   const latencies = [];
   let wrong = 0;
+  const cpu = process.cpuUsage();
   const started = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: SEQUENCES }, async (_, k) => {
+  await Promise.all(conns.map(async (conn, k) => {
     const id = idBase + k;
     let sum = 0;
+    let state = 0;
     for (let i = 0; i < STEPS; i++) {
       const v = value(k, i);
       sum += v;
+      const body = model === 'acc_plain' ? plainBody(v, i === 0, state) : seqBody(id, v, i === 0, i === STEPS - 1, batching);
       const t0 = process.hrtime.bigint();
-      const res = await post(port, model, seqBody(id, v, i === 0, i === STEPS - 1, batching));
+      const res = await post(conn, model, body);
       latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      if (model === 'acc_plain') state = outputOf(res, 'ACC_OUT');
       if (outputOf(res) !== sum) wrong++;
     }
   }));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const used = process.cpuUsage(cpu);
+  conns.forEach((c) => c.close());
   const after = await stats(port, model);
   latencies.sort((a, b) => a - b);
   const executions = after.executions - before.executions;
   return {
     rps: (SEQUENCES * STEPS) / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), wrong,
+    clientCpu: (used.user + used.system) / 1e6 / seconds,
     batch: executions > 0 ? (after.inferences - before.inferences) / executions : 0,
   };
 }
 
-/** One client, one sequence (or the plain model with the state carried by the client); p50 in µs. */
-async function latencyRound(port, model, idBase) {
-  const samples = [];
+/**
+ * One client, one sequence on the sequence batcher and the same work on the default scheduler (the
+ * client sending START/READY and carrying the state), request by request in turn, so that the
+ * machine's background load falls on both alike. Returns each side's p50/p99 in µs.
+ */
+async function latencyRound(port, idBase) {
+  const [seqConn, plainConn] = await connections(port, 2);
+  const samples = { seq: [], plain: [] };
   let state = 0;
   let sum = 0;
   let wrong = 0;
+  const timed = async (side, conn, model, body) => {
+    const t0 = process.hrtime.bigint();
+    const res = await post(conn, model, body);
+    samples[side].push(Number(process.hrtime.bigint() - t0) / 1e3);
+    return res;
+  };
   for (let i = 0; i < LATENCY_REQUESTS; i++) {
     const v = value(1, i);
     sum += v;
     const start = i === 0;
-    const body = model === 'acc_plain'
-      ? plainBody(v, start, state)
-      : seqBody(idBase, v, start, i === LATENCY_REQUESTS - 1, true);
-    const t0 = process.hrtime.bigint();
-    const res = await post(port, model, body);
-    samples.push(Number(process.hrtime.bigint() - t0) / 1e3);
-    if (model === 'acc_plain') state = outputOf(res, 'ACC_OUT');
-    if (outputOf(res) !== sum) wrong++;
+    const plain = await timed('plain', plainConn, 'acc_plain', plainBody(v, start, state));
+    state = outputOf(plain, 'ACC_OUT');
+    const seq = await timed('seq', seqConn, 'acc_oldest', seqBody(idBase, v, start, i === LATENCY_REQUESTS - 1, true));
+    if (outputOf(plain) !== sum) wrong++;
+    if (outputOf(seq) !== sum) wrong++;
   }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99), wrong };
+  seqConn.close();
+  plainConn.close();
+  const summary = (a) => {
+    a.sort((x, y) => x - y);
+    return { p50: percentile(a, 50), p99: percentile(a, 99) };
+  };
+  return { seq: summary(samples.seq), plain: summary(samples.plain), wrong };
 }
 
 function line(name, r) {
   return `${name.padEnd(26)} ${fmt(r.rps).padStart(6)} req/s   p50 ${fmt(r.p50, 2)} ms   p99 ${fmt(r.p99, 2)} ms   ` +
-    `mean batch ${fmt(r.batch, 2)}   wrong sums ${r.wrong}`;
+    `mean batch ${fmt(r.batch, 2)}   client cpu ${fmt(100 * r.clientCpu)}%   wrong sums ${r.wrong}`;
 }
 
 async function main() {
@@ -165,29 +183,27 @@ async function main() {
     }
     console.log(`mean       max_batch_size 0 ${fmt(totals.nobatch / ROUNDS)} req/s   max_batch_size 8 ${fmt(totals.oldest / ROUNDS)} req/s`);
     console.log(`ratio batched/unbatched throughput: ${fmt(totals.oldest / totals.nobatch, 2)}x (target >= 3x)`);
+    // For reference: the same 64 clients on the default scheduler, each carrying its own state
+    // (no sequence batcher, no batching): what one request per execution costs without it.
+    console.log(line('default scheduler, batch 1', await throughputRound(nereid.http, 'acc_plain', true, nextIds())));
 
-    console.log(`\nadded latency: one client, one sequence of ${LATENCY_REQUESTS} requests, ${ROUNDS} alternating rounds`);
-    await latencyRound(nereid.http, 'acc_plain', 0);
-    await latencyRound(nereid.http, 'acc_oldest', nextIds());
-    const p50 = { plain: [], oldest: [] };
+    console.log(`\nadded latency: one client, one sequence of ${LATENCY_REQUESTS} requests, requests to the two models in turn, ${ROUNDS} rounds`);
+    await latencyRound(nereid.http, nextIds());
+    const added = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const p = await latencyRound(nereid.http, 'acc_plain', 0);
-      const o = await latencyRound(nereid.http, 'acc_oldest', nextIds());
-      console.log(`round ${round}: default scheduler p50 ${fmt(p.p50)} µs (p99 ${fmt(p.p99)})   sequence batcher p50 ${fmt(o.p50)} µs ` +
-        `(p99 ${fmt(o.p99)})   wrong sums ${p.wrong + o.wrong}`);
-      p50.plain.push(p.p50);
-      p50.oldest.push(o.p50);
-      totals.wrong += p.wrong + o.wrong;
+      const r = await latencyRound(nereid.http, nextIds());
+      console.log(`round ${round}: default scheduler p50 ${fmt(r.plain.p50)} µs (p99 ${fmt(r.plain.p99)})   sequence batcher p50 ` +
+        `${fmt(r.seq.p50)} µs (p99 ${fmt(r.seq.p99)})   wrong sums ${r.wrong}`);
+      added.push(r.seq.p50 - r.plain.p50);
+      totals.wrong += r.wrong;
     }
     const median = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
-    const added = median(p50.oldest) - median(p50.plain);
-    console.log(`sequence batcher's added latency, median of the rounds' p50: ${fmt(added)} µs (target <= 50 µs)`);
+    console.log(`sequence batcher's added latency, median over the rounds of the p50 difference: ${fmt(median(added))} µs (target <= 50 µs)`);
     if (totals.wrong > 0) {
       console.error(`${totals.wrong} answers were not the running sum`);
       process.exitCode = 1;
     }
   } finally {
-    agent.destroy();
     await nereid.stop();
     fs.rmSync(repo, { recursive: true, force: true });
   }
