@@ -1,7 +1,8 @@
 /**
  * End-to-end: the bad inputs of the sequence batcher, each answered with Triton's words while other
- * sequences of the same model keep their state, and sequences whose clients go away (or that never
- * end) losing their slots after max_sequence_idle_microseconds, so the slots come back.
+ * sequences of the same model keep their state; a request timeout while its sequence waits in the
+ * backlog; and sequences whose clients go away (or that never end) losing their slots after
+ * max_sequence_idle_microseconds, so the slots come back (slot counts from the scheduler).
  * Over HTTP, gRPC ModelInfer and gRPC streams; real onnxruntime and python.
  */
 import * as path from 'node:path';
@@ -150,6 +151,25 @@ describe('bad sequence requests get Triton\'s errors', () => {
     expect(slotsInUse('accumulator')).toBe(0);
     expect(slotsInUse('sequence_sum_py')).toBe(0);
   }, 120_000);
+});
+
+describe('the backlog (accumulator: 8 slots, idle time 5 s)', () => {
+  it("a request timeout passing while its sequence waits for a slot fails it in Triton's words; the sequences in the slots go on", async () => {
+    const holders = Array.from({ length: 8 }, (_, k) => BigInt(8000 + k));
+    const held = await Promise.all(holders.map((id, k) => httpStep(server.http, { model: 'accumulator', id, value: k, start: true, end: false })));
+    expect(held.map(value)).toEqual(holders.map((_, k) => k));
+    expect(slotsInUse('accumulator')).toBe(8);
+    // A ninth sequence finds no slot; its request may wait 200 ms (the holders keep theirs for 5 s).
+    const waiting = `{"parameters":{"sequence_id":8100,"sequence_start":true,"timeout":200000},"inputs":[${JSON.stringify(inputJson('INPUT', 1))}]}`;
+    expect(await httpRaw('accumulator', waiting)).toEqual({ status: 503, error: 'timeout of the corresponding sequence has been expired' });
+    const ended = await Promise.all(holders.map((id, k) => httpStep(server.http, { model: 'accumulator', id, value: 100, start: false, end: true })));
+    expect(ended.map(value)).toEqual(holders.map((_, k) => k + 100));
+    expect(slotsInUse('accumulator')).toBe(0);
+    // The timed-out sequence is gone: it starts afresh.
+    expect(await httpStep(server.http, { model: 'accumulator', id: 8100n, value: 2, start: false, end: true }))
+      .toEqual({ ok: false, status: 400, message: needStart('8100', 'accumulator') });
+    expect(value(await httpStep(server.http, { model: 'accumulator', id: 8100n, value: 2, start: true, end: true }))).toBe(2);
+  }, 60_000);
 });
 
 describe('idle sequences lose their slots (max_sequence_idle_microseconds 300 ms, 8 slots)', () => {
