@@ -4,7 +4,8 @@
  * gRPC ModelInfer and gRPC ModelStreamInfer streams, with real onnxruntime and real python:
  * - 64 interleaved sequences of random length (seeded) against the direct-strategy ONNX
  *   `accumulator` (running sum in an implicit state tensor, 8 slots: most sequences wait in the
- *   backlog) and the oldest-strategy python `sequence_sum_py` (running sum per correlation id)
+ *   backlog) and the oldest-strategy python `sequence_sum_py` (running sum per correlation id; with
+ *   two instances too, each keeping its own sums, so a sequence must stay on its instance)
  *   give exactly the running sums computed here; the state tensor never reaches the client, and
  *   only real requests count as inferences (empty direct slots are padding);
  * - STRING correlation ids (a TYPE_STRING CORRID model, and a model without CORRID), a uint64 id
@@ -13,6 +14,7 @@
  *   example clients (simple_grpc_sequence_stream_infer_client.py, simple_http_sequence_sync_infer_client.py)
  *   check for.
  */
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { inferenceClient, type Client, type Msg } from './helpers/grpc-client';
 import {
@@ -37,6 +39,16 @@ beforeAll(async () => {
     simple_sequence: path.join(ONNX, 'simple_sequence'),
     simple_dyna_sequence: path.join(ONNX, 'simple_dyna_sequence'),
   });
+  // Two python instances, each with its own sums: a sequence's requests must all reach the same one.
+  // 16 candidate sequences per instance: 64 sequences fill both (and the backlog).
+  cpSync(path.join(ROOT, 'models/sequence_sum_py/1'), path.join(repo, 'sequence_sum_py2/1'), { recursive: true });
+  writeFileSync(
+    path.join(repo, 'sequence_sum_py2/config.pbtxt'),
+    readFileSync(path.join(ROOT, 'models/sequence_sum_py/config.pbtxt'), 'utf8')
+      .replace('name: "sequence_sum_py"', 'name: "sequence_sum_py2"')
+      .replace('count: 1', 'count: 2')
+      .replace('max_candidate_sequences: 64', 'max_candidate_sequences: 16'),
+  );
   server = await startTestServer({ modelRepositories: [repo] });
   client = inferenceClient(server.grpcPort);
 }, 60_000);
@@ -101,6 +113,7 @@ const inferenceCount = async (model: string): Promise<number> => {
 const CASES: [string, Transport, number][] = [
   ['accumulator', 'http', 1], ['accumulator', 'grpc', 2], ['accumulator', 'stream', 3],
   ['sequence_sum_py', 'http', 4], ['sequence_sum_py', 'grpc', 5], ['sequence_sum_py', 'stream', 6],
+  ['sequence_sum_py2', 'http', 7], ['sequence_sum_py2', 'stream', 8],
 ];
 
 describe('64 interleaved sequences of random length', () => {
