@@ -10,6 +10,10 @@ export interface PlannedStep {
   inputs: [string, string][];
   /** Model output → ensemble tensor. */
   outputs: Map<string, string>;
+  /** The ensemble tensors the step reads, each once. */
+  reads: string[];
+  /** The model outputs the step's request asks for. */
+  outputNames: string[];
 }
 
 /**
@@ -36,13 +40,19 @@ export interface EnsemblePlan {
 
 export function planEnsemble(config: ModelConfig): EnsemblePlan {
   const ensembleInputs = new Set((config.input ?? []).map((i) => i.name ?? ''));
-  const steps: PlannedStep[] = (config.ensemble_scheduling?.step ?? []).map((s, index) => ({
-    index,
-    modelName: s.model_name ?? '',
-    modelVersion: s.model_version ?? -1,
-    inputs: Object.entries(s.input_map ?? {}),
-    outputs: new Map(Object.entries(s.output_map ?? {})),
-  }));
+  const steps: PlannedStep[] = (config.ensemble_scheduling?.step ?? []).map((s, index) => {
+    const inputs = Object.entries(s.input_map ?? {});
+    const outputs = new Map(Object.entries(s.output_map ?? {}));
+    return {
+      index,
+      modelName: s.model_name ?? '',
+      modelVersion: s.model_version ?? -1,
+      inputs,
+      outputs,
+      reads: [...new Set(inputs.map(([, tensor]) => tensor))],
+      outputNames: [...outputs.keys()],
+    };
+  });
   const consumers = new Map<string, PlannedStep[]>();
   for (const step of steps) {
     for (const [, tensor] of step.inputs) {

@@ -6,6 +6,8 @@ import {
   type ExecutionItem,
   type InferenceRequest,
   type InferenceResponse,
+  type Parameters,
+  type RequestedOutput,
   type ResponseSink,
 } from '@nereid/protocol';
 import type { ModelConfig } from '@nereid/model-config';
@@ -115,20 +117,21 @@ export class EnsembleRun {
       return;
     }
     // Between batching and non-batching models a batch dimension of 1 comes and goes (shapeFor).
-    const config = this.services.modelConfig(step.modelName, step.modelVersion);
-    const batching = (config?.max_batch_size ?? 0) > 0;
-    const inputs: Tensor[] = [];
-    for (const [modelInput, tensor] of step.inputs) {
+    const layout = stepLayout(step, this.services.modelConfig(step.modelName, step.modelVersion));
+    const inputs: Tensor[] = new Array<Tensor>(step.inputs.length);
+    for (let i = 0; i < step.inputs.length; i++) {
+      const [modelInput, tensor] = step.inputs[i];
       const value = this.valueOf(tensor, k)!;
-      const dims = config?.input?.find((i) => i.name === modelInput)?.dims;
-      inputs.push({ ...value.tensor, name: modelInput, shape: config ? shapeFor(dims, batching, value) : value.tensor.shape });
+      const t = value.tensor;
+      const shape = layout.known ? shapeFor(layout.dims[i], layout.batching, value) : t.shape;
+      inputs[i] = { name: modelInput, datatype: t.datatype, shape, data: t.data };
     }
     // What the step's outputs carry: the batch size of its request when its model batches.
-    const batch = batching ? (inputs[0]?.shape[0] ?? 1) : 0;
-    for (const tensor of new Set(step.inputs.map(([, t]) => t))) this.taken(tensor, k);
+    const batch = layout.batching ? (inputs[0]?.shape[0] ?? 1) : 0;
+    for (const tensor of step.reads) this.taken(tensor, k);
     this.running++;
     this.unreported++;
-    this.services.inferStep(stepRequest(parent, step, inputs), {
+    this.services.inferStep(new StepRequest(parent, step, inputs), {
       send: (response, final) => this.onStepResponse(step, batch, response, final),
       fail: (error) => this.fail(error),
       executed: (stats) => this.onStepExecuted(stats),
@@ -241,28 +244,75 @@ export class EnsembleRun {
 }
 
 /**
+ * How a step reads its tensors under its model's config: whether the model batches, and each
+ * input's config dims (in `step.inputs` order). Worked out once per step and served config (a
+ * reloaded model brings a new config object), not on every request.
+ */
+interface StepLayout {
+  config: ModelConfig | undefined;
+  /** The step's model is served: its config shapes the inputs. */
+  known: boolean;
+  batching: boolean;
+  dims: (number[] | undefined)[];
+}
+
+const layouts = new WeakMap<PlannedStep, StepLayout>();
+
+function stepLayout(step: PlannedStep, config: ModelConfig | undefined): StepLayout {
+  const cached = layouts.get(step);
+  if (cached && cached.config === config) return cached;
+  const layout: StepLayout = {
+    config,
+    known: config !== undefined,
+    batching: (config?.max_batch_size ?? 0) > 0,
+    dims: step.inputs.map(([modelInput]) => config?.input?.find((i) => i.name === modelInput)?.dims),
+  };
+  layouts.set(step, layout);
+  return layout;
+}
+
+/**
  * The request of one step: the ensemble request's correlation id, flags, priority, timeout and
  * parameters, its client's cancellation, the step's model and tensors. The ensemble's own request
- * is never changed.
+ * is never changed. A class, so that every step request has the same shape (an object literal
+ * with accessors costs microseconds to build and leaves a slow dictionary object behind); whether
+ * the client has gone away is read from the ensemble's request each time, as its signal may be
+ * built only when read.
  */
-function stepRequest(parent: InferenceRequest, step: PlannedStep, inputs: Tensor[]): InferenceRequest {
-  return {
-    id: parent.id,
-    modelName: step.modelName,
-    modelVersion: step.modelVersion,
-    inputs,
-    outputs: [...step.outputs.keys()].map((name) => ({ name })),
-    parameters: parent.parameters,
-    sequenceId: parent.sequenceId,
-    sequenceStart: parent.sequenceStart,
-    sequenceEnd: parent.sequenceEnd,
-    priority: parent.priority,
-    timeoutUs: parent.timeoutUs,
-    get signal() {
-      return parent.signal;
-    },
-    get cancelled() {
-      return isCancelled(parent);
-    },
-  };
+class StepRequest implements InferenceRequest {
+  readonly id: string;
+  readonly modelName: string;
+  readonly modelVersion: number;
+  readonly outputs: RequestedOutput[];
+  readonly parameters: Parameters;
+  readonly sequenceId: bigint | string;
+  readonly sequenceStart: boolean;
+  readonly sequenceEnd: boolean;
+  readonly priority: number;
+  readonly timeoutUs: number;
+
+  constructor(
+    private readonly parent: InferenceRequest,
+    step: PlannedStep,
+    readonly inputs: Tensor[],
+  ) {
+    this.id = parent.id;
+    this.modelName = step.modelName;
+    this.modelVersion = step.modelVersion;
+    this.outputs = step.outputNames.map((name) => ({ name }));
+    this.parameters = parent.parameters;
+    this.sequenceId = parent.sequenceId;
+    this.sequenceStart = parent.sequenceStart;
+    this.sequenceEnd = parent.sequenceEnd;
+    this.priority = parent.priority;
+    this.timeoutUs = parent.timeoutUs;
+  }
+
+  get signal(): AbortSignal | undefined {
+    return this.parent.signal;
+  }
+
+  get cancelled(): boolean {
+    return isCancelled(this.parent);
+  }
 }
