@@ -163,7 +163,10 @@ async function main() {
   console.log(`bench/sequence-batching: ${SEQUENCES} sequences x ${STEPS} steps, ${ROUNDS} alternating rounds, ` +
     `${os.cpus().length} cpus, node ${process.version}`);
   const repo = makeRepo();
-  const nereid = await startNereid(repo);
+  const nereid = await startNereid(repo).catch((e) => {
+    fs.rmSync(repo, { recursive: true, force: true });
+    throw e;
+  });
   let idBase = 1000;
   const nextIds = () => (idBase += 1000);
   try {
