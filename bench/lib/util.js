@@ -38,7 +38,13 @@ async function startNereid(repo, extra = []) {
   const child = spawn(BIN, ['serve', '--model-repository', repo, '--http-port', String(http),
     '--grpc-port', String(grpc), '--metrics-port', String(metrics), '--http-address', '127.0.0.1',
     '--grpc-address', '127.0.0.1', '--log-info=false', ...extra], { stdio: ['ignore', 'inherit', 'inherit'] });
-  await waitFor(`http://127.0.0.1:${http}/v2/health/ready`);
+  try {
+    await waitFor(`http://127.0.0.1:${http}/v2/health/ready`);
+  } catch (e) {
+    // Never ready (a model failed to load, say): the server must not outlive the benchmark.
+    await stop(child);
+    throw e;
+  }
   return { child, http, grpc, metrics, readyMs: Date.now() - started, stop: () => stop(child) };
 }
 
