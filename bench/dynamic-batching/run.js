@@ -4,8 +4,12 @@
 // model with its dynamic_batching block removed (every request runs alone), in one Nereid, in one
 // run: 32 closed-loop clients over HTTP, each request one FP32 [1,512] row as a binary tensor with
 // a binary output. Prints throughput, p50/p99 and the ratio of the two.
-// Usage: node bench/dynamic-batching/run.js [seconds per round=10] [rounds=3]   (needs `npm run build` first)
+// Usage: node bench/dynamic-batching/run.js [seconds per round=10] [rounds=3] [client=raw|autocannon]
+// (needs `npm run build` first). `raw` (the default): closed-loop.js, raw keep-alive sockets sending
+// the pre-encoded request; `autocannon`: the load generator of the first figures. Both models are
+// always measured with the same client in the same run.
 const autocannon = require('autocannon');
+const { closedLoop } = require('./closed-loop');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -15,6 +19,8 @@ const SECONDS = Number(process.argv[2] || 10);
 const ROUNDS = Number(process.argv[3] || 3);
 const CONNECTIONS = 32;
 const WIDTH = 512;
+const CLIENT = process.argv[4] || 'raw';
+if (CLIENT !== 'raw' && CLIENT !== 'autocannon') throw new Error(`client must be raw or autocannon, not ${CLIENT}`);
 
 /** A KServe binary-extension request: JSON header, then the row's 2048 bytes. */
 function binaryRequest() {
@@ -40,13 +46,21 @@ function copyMlp(repo, name, batching) {
   fs.writeFileSync(path.join(dir, 'config.pbtxt'), cfg);
 }
 
-function load(url, request, duration) {
+async function load(url, request, duration) {
+  const headers = { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(request.headerLength) };
+  if (CLIENT === 'raw') {
+    const u = new URL(url);
+    const r = await closedLoop({ port: Number(u.port), path: u.pathname, body: request.body, headers, connections: CONNECTIONS, seconds: duration });
+    if (r.firstError) console.error(r.firstError.message);
+    // The shape of autocannon's result that summary() reads.
+    return { requests: { average: r.rps }, latency: { p50: r.p50, p99: r.p99 }, errors: r.errors, non2xx: 0 };
+  }
   return new Promise((resolve, reject) => {
     autocannon({
       url,
       method: 'POST',
       body: request.body,
-      headers: { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(request.headerLength) },
+      headers,
       connections: CONNECTIONS,
       duration,
     }, (err, r) => (err ? reject(err) : resolve(r)));
@@ -67,7 +81,7 @@ async function executions(port, model) {
 }
 
 async function main() {
-  console.log(`bench/dynamic-batching: mlp FP32 [1,${WIDTH}] binary over HTTP, ${CONNECTIONS} connections, ${SECONDS}s per run, ` +
+  console.log(`bench/dynamic-batching: mlp FP32 [1,${WIDTH}] binary over HTTP, ${CONNECTIONS} connections (${CLIENT} client), ${SECONDS}s per run, ` +
     `${os.cpus().length} cpus, node ${process.version}`);
   const shipped = fs.readFileSync(path.join(ROOT, 'models/mlp/config.pbtxt'), 'utf8');
   console.log(`shipped mlp: ${/dynamic_batching \{[^}]*\}/.exec(shipped)?.[0].replace(/\s+/g, ' ')}; ` +
