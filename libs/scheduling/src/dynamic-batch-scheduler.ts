@@ -2,6 +2,7 @@ import type { ModelConfig } from '@nereid/model-config';
 import type { ExecutionItem } from '@nereid/protocol';
 import { batchRulesOf, formBatch, type BatchRules } from './batch-former';
 import { systemClock } from './clock';
+import { DeadlineTimer } from './deadline-timer';
 import { InstancePool } from './instance-pool';
 import { OrderedDelivery } from './ordered-delivery';
 import { PriorityQueue } from './priority-queue';
@@ -26,8 +27,7 @@ export class DynamicBatchScheduler implements Scheduler {
   private readonly clock: Clock;
   private readonly ordering: OrderedDelivery | undefined;
   private readonly latch = new StopLatch();
-  private timer: unknown;
-  private timerAt = Infinity;
+  private readonly timer: DeadlineTimer;
   private pumping = false;
   private again = false;
 
@@ -36,6 +36,7 @@ export class DynamicBatchScheduler implements Scheduler {
     this.queue = new PriorityQueue(db);
     this.rules = batchRulesOf(config);
     this.clock = opts.clock ?? systemClock;
+    this.timer = new DeadlineTimer(this.clock, () => this.pump());
     this.ordering = db.preserve_ordering === true ? new OrderedDelivery() : undefined;
     const depth = this.queue.allowsPrefetch ? (opts.depth ?? 1) : 1;
     this.pool = new InstancePool(opts.instanceCount, depth, opts.execute, () => this.pump());
@@ -88,7 +89,7 @@ export class DynamicBatchScheduler implements Scheduler {
     } finally {
       this.pumping = false;
     }
-    this.armTimer(this.queue.size > 0 ? Math.min(waitUntil, this.queue.nextDeadline) : Infinity);
+    this.timer.arm(this.queue.size > 0 ? Math.min(waitUntil, this.queue.nextDeadline) : Infinity);
     this.latch.check(this.queue.size === 0 && this.pool.inflightCount === 0);
   }
 
@@ -111,18 +112,5 @@ export class DynamicBatchScheduler implements Scheduler {
       this.pool.dispatch(this.queue.shiftN(decision.send).map((q) => q.item));
     }
     return Infinity;
-  }
-
-  private armTimer(at: number): void {
-    if (at === this.timerAt) return;
-    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
-    this.timer = undefined;
-    this.timerAt = at;
-    if (at === Infinity) return;
-    this.timer = this.clock.setTimer(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.pump();
-    }, at - this.clock.now());
   }
 }

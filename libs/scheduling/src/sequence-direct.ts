@@ -1,5 +1,6 @@
 import { isCancelled, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import { batchCompatible } from './batch-former';
+import { DeadlineTimer } from './deadline-timer';
 import { Deque } from './deque';
 import { GuardedSink } from './guarded-sink';
 import type { SequenceBatch, SequenceBatchContext } from './sequence-batch';
@@ -27,8 +28,7 @@ export class DirectSequenceBatch implements SequenceBatch {
   private busy = false;
   private pumping = false;
   private again = false;
-  private timer: unknown;
-  private timerAt = Infinity;
+  private readonly timer: DeadlineTimer;
 
   constructor(
     private readonly instance: number,
@@ -38,6 +38,7 @@ export class DirectSequenceBatch implements SequenceBatch {
     private readonly minUtilization: number,
   ) {
     this.queues = Array.from({ length: slotCount }, () => new Deque<SlotEntry>());
+    this.timer = new DeadlineTimer(ctx.clock, () => this.pump());
     this.owners = new Array<SequenceKey | undefined>(slotCount).fill(undefined);
     this.states = Array.from({ length: slotCount }, () => ({ values: undefined }));
   }
@@ -65,7 +66,7 @@ export class DirectSequenceBatch implements SequenceBatch {
   }
 
   dispose(): void {
-    this.armTimer(Infinity);
+    this.timer.clear();
   }
 
   private pump(): void {
@@ -109,18 +110,18 @@ export class DirectSequenceBatch implements SequenceBatch {
     }
     this.shrink();
     if (live === undefined) {
-      this.armTimer(Infinity);
+      this.timer.clear();
       this.ctx.changed();
       return;
     }
     if (this.delayMs > 0 && this.minUtilization > 0 && !this.ctx.stopping()) {
       const now = this.ctx.clock.now();
       if (now - earliest < this.delayMs && ready / this.slotCount < this.minUtilization) {
-        this.armTimer(earliest + this.delayMs);
+        this.timer.arm(earliest + this.delayMs);
         return;
       }
     }
-    this.armTimer(Infinity);
+    this.timer.clear();
     this.run(this.collect(maxSlot, live));
   }
 
@@ -197,18 +198,5 @@ export class DirectSequenceBatch implements SequenceBatch {
   /** Lowers `maxActive` past slots that serve no sequence. */
   private shrink(): void {
     while (this.maxActive >= 0 && this.owners[this.maxActive] === undefined && this.queues[this.maxActive].size === 0) this.maxActive--;
-  }
-
-  private armTimer(at: number): void {
-    if (at === this.timerAt) return;
-    if (this.timer !== undefined) this.ctx.clock.clearTimer(this.timer);
-    this.timer = undefined;
-    this.timerAt = at;
-    if (at === Infinity) return;
-    this.timer = this.ctx.clock.setTimer(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.pump();
-    }, at - this.ctx.clock.now());
   }
 }

@@ -71,17 +71,17 @@ export class SequenceRows {
   }
 }
 
-/** Passes everything on and reports the end of the request. */
+/** Passes everything on and reports, once, the end of the request. */
 class RowSink implements ResponseSink {
-  private ended = false;
+  protected ended = false;
 
   constructor(
     private readonly inner: ResponseSink,
-    private readonly onDone: () => void,
+    private readonly onDone: (() => void) | undefined,
   ) {}
 
   send(response: InferenceResponse | undefined, final: boolean): void {
-    this.inner.send(response, final);
+    this.inner.send(this.pass(response), final);
     if (final) this.end();
   }
 
@@ -94,10 +94,15 @@ class RowSink implements ResponseSink {
     this.inner.executed?.(stats);
   }
 
+  /** What the client gets of `response`. */
+  protected pass(response: InferenceResponse | undefined): InferenceResponse | undefined {
+    return response;
+  }
+
   private end(): void {
     if (this.ended) return;
     this.ended = true;
-    this.onDone();
+    this.onDone?.();
   }
 }
 
@@ -105,40 +110,21 @@ class RowSink implements ResponseSink {
  * Takes the output states out of every response of a row: they become the slot's state (unless
  * `slot` is undefined: the sequence has ended) and the client gets the response without them.
  */
-class StateSink implements ResponseSink {
-  private ended = false;
-
+class StateSink extends RowSink {
   constructor(
-    private readonly inner: ResponseSink,
+    inner: ResponseSink,
     private readonly states: ImplicitStates,
     private readonly slot: SlotState | undefined,
     private readonly keep: ReadonlySet<string> | undefined,
-    private readonly onDone: (() => void) | undefined,
-  ) {}
-
-  send(response: InferenceResponse | undefined, final: boolean): void {
-    let out = response;
-    if (response !== undefined && !this.ended) {
-      const captured = this.states.capture(response, this.slot?.values, this.keep);
-      if (this.slot !== undefined && captured.states !== undefined) this.slot.values = captured.states;
-      out = captured.response;
-    }
-    this.inner.send(out, final);
-    if (final) this.end();
+    onDone: (() => void) | undefined,
+  ) {
+    super(inner, onDone);
   }
 
-  fail(error: InferenceError): void {
-    this.inner.fail(error);
-    this.end();
-  }
-
-  executed(stats: ExecutionStats): void {
-    this.inner.executed?.(stats);
-  }
-
-  private end(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.onDone?.();
+  protected override pass(response: InferenceResponse | undefined): InferenceResponse | undefined {
+    if (response === undefined || this.ended) return response;
+    const captured = this.states.capture(response, this.slot?.values, this.keep);
+    if (this.slot !== undefined && captured.states !== undefined) this.slot.values = captured.states;
+    return captured.response;
   }
 }

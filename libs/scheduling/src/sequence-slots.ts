@@ -1,5 +1,6 @@
 import { isCancelled, SequenceBatcherErrors as Errors, type ExecutionItem, type InferenceError } from '@nereid/protocol';
 import { Deque } from './deque';
+import { DeadlineTimer } from './deadline-timer';
 import { cancelledError } from './rejections';
 import { sequenceIdText } from './sequence-request';
 import { SlotHeap, type SlotRef } from './slot-heap';
@@ -53,8 +54,7 @@ export class SequenceSlots {
   private backlogRows = 0;
   private idleCheckAt = Infinity;
   private backlogExpiry = Infinity;
-  private timer: unknown;
-  private timerAt = Infinity;
+  private readonly timer: DeadlineTimer;
 
   constructor(
     instances: number,
@@ -66,6 +66,7 @@ export class SequenceSlots {
     private readonly changed: () => void = () => undefined,
   ) {
     this.total = instances * slotsPerInstance;
+    this.timer = new DeadlineTimer(clock, () => this.onTimer());
     this.free = new SlotHeap(instances);
     for (let slot = 0; slot < slotsPerInstance; slot++) for (let i = 0; i < instances; i++) this.free.push({ instance: i, slot });
   }
@@ -163,9 +164,7 @@ export class SequenceSlots {
 
   /** Clears the timer (the scheduler has stopped). */
   dispose(): void {
-    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
-    this.timer = undefined;
-    this.timerAt = Infinity;
+    this.timer.clear();
   }
 
   private addToBacklog(backlog: Backlog, row: QueuedRow, now: number): void {
@@ -196,17 +195,7 @@ export class SequenceSlots {
   }
 
   private arm(): void {
-    const at = Math.min(this.idleCheckAt, this.backlogExpiry);
-    if (at === this.timerAt) return;
-    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
-    this.timer = undefined;
-    this.timerAt = at;
-    if (at === Infinity) return;
-    this.timer = this.clock.setTimer(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.onTimer();
-    }, at - this.clock.now());
+    this.timer.arm(Math.min(this.idleCheckAt, this.backlogExpiry));
   }
 
   private onTimer(): void {
