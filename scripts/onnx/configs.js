@@ -9,6 +9,14 @@ function ioBlock(kind, tensors) {
   return `${kind} [\n${tensors.join(',\n')}\n]\n`;
 }
 
+/** One entry of a sequence_batching control_input list (indented for that list). */
+function sequenceControl(name, kind, values = 'int32_false_true: [ 0, 1 ]') {
+  return `    {\n      name: "${name}"\n      control [\n        {\n          kind: ${kind}\n          ${values}\n        }\n      ]\n    }`;
+}
+
+/** The input and output blocks of a model with one INT32 [ 1 ] INPUT and one OUTPUT. */
+const INT32_IO = ioBlock('input', [tensor('INPUT', 'TYPE_INT32', [1])]) + ioBlock('output', [tensor('OUTPUT', 'TYPE_INT32', [1])]);
+
 function simpleConfig() {
   return [
     'name: "simple"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n',
@@ -45,4 +53,4 @@ function identityTypesConfig(names, modelName = 'identity_types') {
   ].join('');
 }
 
-module.exports = { simpleConfig, mlpConfig, identityConfig, identityTypesConfig };
+module.exports = { tensor, ioBlock, sequenceControl, INT32_IO, simpleConfig, mlpConfig, identityConfig, identityTypesConfig };

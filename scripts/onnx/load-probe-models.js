@@ -7,6 +7,7 @@
 const assert = require('node:assert/strict');
 const ort = require('onnxruntime-node');
 const { ELEM, valueInfo, node, encodeModel } = require('./onnx-builder');
+const { INT32_IO, ioBlock, sequenceControl, tensor } = require('./configs');
 
 function simpleStringModel() {
   const dims = ['batch', 16];
@@ -26,34 +27,11 @@ function simpleStringModel() {
   });
 }
 
-const SIMPLE_STRING_CONFIG = `name: "simple_string"
-platform: "onnxruntime_onnx"
-max_batch_size: 8
-input [
-  {
-    name: "INPUT0"
-    data_type: TYPE_STRING
-    dims: [ 16 ]
-  },
-  {
-    name: "INPUT1"
-    data_type: TYPE_STRING
-    dims: [ 16 ]
-  }
-]
-output [
-  {
-    name: "OUTPUT0"
-    data_type: TYPE_STRING
-    dims: [ 16 ]
-  },
-  {
-    name: "OUTPUT1"
-    data_type: TYPE_STRING
-    dims: [ 16 ]
-  }
-]
-`;
+const SIMPLE_STRING_CONFIG = [
+  'name: "simple_string"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n',
+  ioBlock('input', [tensor('INPUT0', 'TYPE_STRING', [16]), tensor('INPUT1', 'TYPE_STRING', [16])]),
+  ioBlock('output', [tensor('OUTPUT0', 'TYPE_STRING', [16]), tensor('OUTPUT1', 'TYPE_STRING', [16])]),
+].join('');
 
 async function checkSimpleString(session) {
   const a = Array.from({ length: 16 }, (_, i) => String(i));
@@ -79,32 +57,10 @@ backend: "onnxruntime"
 max_batch_size: 8
 sequence_batching {
   control_input [
-    {
-      name: "START"
-      control [
-        {
-          kind: CONTROL_SEQUENCE_START
-          int32_false_true: [ 0, 1 ]
-        }
-      ]
-    }
+${sequenceControl('START', 'CONTROL_SEQUENCE_START')}
   ]
 }
-input [
-  {
-    name: "INPUT"
-    data_type: TYPE_INT32
-    dims: [ 1 ]
-  }
-]
-output [
-  {
-    name: "OUTPUT"
-    data_type: TYPE_INT32
-    dims: [ 1 ]
-  }
-]
-`;
+${INT32_IO}`;
 
 async function checkSequenceStart(session) {
   const r = await session.run({

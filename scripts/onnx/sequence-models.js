@@ -8,6 +8,7 @@
 const assert = require('node:assert/strict');
 const ort = require('onnxruntime-node');
 const { ELEM, valueInfo, node, initializer, encodeModel } = require('./onnx-builder');
+const { INT32_IO, sequenceControl } = require('./configs');
 
 /**
  * The accumulator: with START the sum restarts at 0, a READY row adds INPUT to the sum carried in
@@ -78,26 +79,6 @@ function simpleDynaSequenceModel() {
   });
 }
 
-function control(name, kind, values = 'int32_false_true: [ 0, 1 ]') {
-  return `    {\n      name: "${name}"\n      control [\n        {\n          kind: ${kind}\n          ${values}\n        }\n      ]\n    }`;
-}
-
-const INT32_IO = `input [
-  {
-    name: "INPUT"
-    data_type: TYPE_INT32
-    dims: [ 1 ]
-  }
-]
-output [
-  {
-    name: "OUTPUT"
-    data_type: TYPE_INT32
-    dims: [ 1 ]
-  }
-]
-`;
-
 /**
  * config.pbtxt of the accumulator. `strategy`: the text of the strategy block (`direct { }` or an
  * `oldest { ... }`), `idleUs`: max_sequence_idle_microseconds, `maxBatchSize` 0 for the
@@ -113,8 +94,8 @@ sequence_batching {
   max_sequence_idle_microseconds: ${idleUs}
   ${strategy}
   control_input [
-${control('START', 'CONTROL_SEQUENCE_START')},
-${control('READY', 'CONTROL_SEQUENCE_READY')}
+${sequenceControl('START', 'CONTROL_SEQUENCE_START')},
+${sequenceControl('READY', 'CONTROL_SEQUENCE_READY')}
   ]
   state [
     {
@@ -167,8 +148,8 @@ platform: "onnxruntime_onnx"
 max_batch_size: 8
 sequence_batching {
   control_input [
-${control('START', 'CONTROL_SEQUENCE_START')},
-${control('READY', 'CONTROL_SEQUENCE_READY')}
+${sequenceControl('START', 'CONTROL_SEQUENCE_START')},
+${sequenceControl('READY', 'CONTROL_SEQUENCE_READY')}
   ]
 }
 ${INT32_IO}instance_group [
@@ -189,10 +170,10 @@ sequence_batching {
     max_queue_delay_microseconds: 10000
   }
   control_input [
-${control('START', 'CONTROL_SEQUENCE_START')},
-${control('END', 'CONTROL_SEQUENCE_END')},
-${control('READY', 'CONTROL_SEQUENCE_READY')},
-${control('CORRID', 'CONTROL_SEQUENCE_CORRID', 'data_type: TYPE_UINT64')}
+${sequenceControl('START', 'CONTROL_SEQUENCE_START')},
+${sequenceControl('END', 'CONTROL_SEQUENCE_END')},
+${sequenceControl('READY', 'CONTROL_SEQUENCE_READY')},
+${sequenceControl('CORRID', 'CONTROL_SEQUENCE_CORRID', 'data_type: TYPE_UINT64')}
   ]
 }
 ${INT32_IO}instance_group [
