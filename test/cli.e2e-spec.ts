@@ -1,26 +1,15 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import * as net from 'node:net';
 import * as path from 'node:path';
+import { loopbackPorts, MAIN } from './helpers/built-server';
 import { ROOT } from './helpers/server';
 
-const MAIN = path.join(ROOT, 'dist/apps/nereid/src/main.js');
 const BIN = path.join(ROOT, 'bin/nereid');
 
 function run(args: string[]): { status: number | null; stderr: string } {
   const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 20000 });
   return { status: r.status, stderr: r.stderr };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 describe('nereid CLI (built dist)', () => {
@@ -40,13 +29,12 @@ describe('nereid CLI (built dist)', () => {
   });
 
   it('serves the bundled models and becomes ready quickly with a small footprint', async () => {
-    const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
+    const { http, args } = await loopbackPorts();
     const started = Date.now();
     // Started the way `npm start` and the package's bin start it: through bin/nereid.
     const child = spawn(
       BIN,
-      ['serve', '--model-repository', path.join(ROOT, 'models'), '--http-port', String(http), '--grpc-port', String(grpc),
-        '--metrics-port', String(metrics), '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
+      ['serve', '--model-repository', path.join(ROOT, 'models'), ...args],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let stderr = '';

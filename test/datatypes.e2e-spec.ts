@@ -7,24 +7,16 @@
  * Runtime sessions and python stub processes.
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { parseJsonText, type DataType } from '@nereid/tensor';
 import { DATATYPES, fillerOf, rawOfJson, serializeBytes, valuesOf, type TypedContents, type Values } from './helpers/datatype-values';
-import { makeRepository, ROOT, startTestServer } from './helpers/server';
+import { inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { makeRepository, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type Client = grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** Every request's deadline: a request without an answer by then fails the test instead of hanging it. */
 const DEADLINE_MS = 15_000;
-
-const definition = protoLoader.loadSync(['grpc_service.proto'], {
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [path.join(ROOT, 'proto')],
-});
-const loaded = grpc.loadPackageDefinition(definition) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 type Form = 'json' | 'binary' | 'raw' | 'typed';
 const FORMS: readonly Form[] = ['json', 'binary', 'raw', 'typed'];
@@ -76,7 +68,7 @@ beforeAll(async () => {
     startTestServer({ modelRepositories: [onnxRepo] }),
     startTestServer({ modelRepositories: [pythonRepo] }),
   ]);
-  const client = (s: Server): Client => new loaded.inference.GRPCInferenceService(`127.0.0.1:${s.grpcPort}`, grpc.credentials.createInsecure());
+  const client = (s: Server): Client => inferenceClient(s.grpcPort);
   const all: Model = { name: 'identity_types', datatypes: DATATYPES, allInputs: true };
   const typed: Model = { name: 'identity_typed_contents', datatypes: DATATYPES.filter((d) => d !== 'FP16' && d !== 'BF16'), allInputs: true };
   onnx = { label: 'onnx', server: onnxServer, client: client(onnxServer), model: all, typedModel: typed };

@@ -4,53 +4,26 @@
  * 8 requests on one instance; requests that arrive while it runs wait in the queue, where the
  * batch keeps growing and the queue policy still applies, until the instance is free.
  */
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import * as path from 'node:path';
-import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+import { sleep, until } from './helpers/poll';
+import { executedIds, recordWaitVariant } from './helpers/record-wait';
+import { getJson, makeRepository, postJson, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const RECORD_WAIT = path.join(ROOT, 'test/fixtures/python/record_wait');
-
-/** record_wait batching up to 8 requests, with `dynamic` as its dynamic_batching block. */
-function batchingVariant(repo: string, name: string, dynamic: string): void {
-  cpSync(path.join(RECORD_WAIT, '1'), path.join(repo, name, '1'), { recursive: true });
-  writeFileSync(
-    path.join(repo, name, 'config.pbtxt'),
-    `name: "${name}"\nbackend: "python"\nmax_batch_size: 8\n` +
-      'input [ { name: "WAIT_MS" data_type: TYPE_INT32 dims: [ 1 ] } ]\n' +
-      'output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n' +
-      `instance_group [ { count: 1 kind: KIND_CPU } ]\ndynamic_batching { ${dynamic} }\n`,
-  );
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('dynamic batching behind a busy instance', () => {
   let server: Server;
   let repo: string;
   beforeAll(async () => {
     repo = makeRepository({});
-    batchingVariant(repo, 'grows', '');
-    batchingVariant(repo, 'queue_size_1', 'default_queue_policy { max_queue_size: 1 }');
-    batchingVariant(repo, 'reject_300ms', 'default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 300000 }');
+    recordWaitVariant(repo, 'grows', 8, 'dynamic_batching { }');
+    recordWaitVariant(repo, 'queue_size_1', 8, 'dynamic_batching { default_queue_policy { max_queue_size: 1 } }');
+    recordWaitVariant(repo, 'reject_300ms', 8, 'dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 300000 } }');
     server = await startTestServer({ modelRepositories: [repo] });
   }, 60_000);
   afterAll(() => server?.close());
 
-  const executed = (model: string): string[] => {
-    const file = path.join(repo, model, 'executed.txt');
-    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-  };
+  const executed = (model: string): string[] => executedIds(repo, model);
   const infer = (model: string, id: string, waitMs: number) =>
     postJson(`${server.http}/v2/models/${model}/infer`, { id, inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1, 1], data: [waitMs] }] });
   const stats = async (model: string) => ((await getJson(`${server.http}/v2/models/${model}/stats`)).body as Msg).model_stats[0];

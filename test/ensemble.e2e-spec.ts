@@ -5,15 +5,14 @@
  * a batch dimension of 1 added (and removed from the answer); the ensemble's own statistics count
  * its requests while the composing model's count the steps.
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { inferenceClient, type Msg } from './helpers/grpc-client';
+import { executedIds, recordWaitVariant } from './helpers/record-wait';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const FIX = path.join(ROOT, 'test/fixtures/python');
 const outputOf = (body: Msg, name: string) => (body.outputs as Msg[]).find((o) => o.name === name);
@@ -22,10 +21,7 @@ describe('ensembles as a scheduler', () => {
   let server: Server;
   let repo = '';
   /** The request ids a record_wait model has executed, in order. */
-  const executed = (model: string): string[] => {
-    const file = path.join(repo, model, 'executed.txt');
-    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-  };
+  const executed = (model: string): string[] => executedIds(repo, model);
   beforeAll(async () => {
     repo = makeRepository({
       slow_scale: path.join(FIX, 'slow_scale'),
@@ -39,15 +35,8 @@ describe('ensembles as a scheduler', () => {
     });
     // record_wait behind a dynamic batcher whose queue policy lets a request shorten the 10 s timeout,
     // and a non-batching ensemble in front of it.
-    mkdirSync(path.join(repo, 'wait_batched', '1'), { recursive: true });
-    cpSync(path.join(FIX, 'record_wait', '1', 'model.py'), path.join(repo, 'wait_batched', '1', 'model.py'));
-    writeFileSync(
-      path.join(repo, 'wait_batched', 'config.pbtxt'),
-      'name: "wait_batched"\nbackend: "python"\nmax_batch_size: 8\n' +
-        'input [ { name: "WAIT_MS" data_type: TYPE_INT32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n' +
-        'instance_group [ { count: 1 kind: KIND_CPU } ]\n' +
-        'dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 10000000 allow_timeout_override: true } }\n',
-    );
+    recordWaitVariant(repo, 'wait_batched', 8,
+      'dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 10000000 allow_timeout_override: true } }');
     mkdirSync(path.join(repo, 'ensemble_timeout', '1'), { recursive: true });
     writeFileSync(
       path.join(repo, 'ensemble_timeout', 'config.pbtxt'),
@@ -151,9 +140,7 @@ describe('ensembles as a scheduler', () => {
 
 
   it('lets every response of a decoupled step flow on through the next step, streamed over gRPC', async () => {
-    const definition = protoLoader.loadSync(['grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, includeDirs: [path.join(ROOT, 'proto')] });
-    const loaded = grpc.loadPackageDefinition(definition) as Msg;
-    const client = new loaded.inference.GRPCInferenceService(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const client = inferenceClient(server.grpcPort);
     const answers: { value: number; index: number; shapes: string[][] }[] = [];
     try {
       await new Promise<void>((resolve, reject) => {

@@ -5,45 +5,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { startGrpcServer } from '../apps/gateway/src/grpc';
 import type { RunningNereid } from '../apps/nereid/src/serve';
+import { call, callError, healthClient, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
 import { makeRepository, ROOT, startTestServer } from './helpers/server';
 
 const PROTO_DIR = path.join(ROOT, 'proto');
-
-type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type Client = grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const definition = protoLoader.loadSync(['grpc_service.proto', 'health.proto'], {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_DIR],
-});
-const loaded = grpc.loadPackageDefinition(definition) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
-const CLIENT_OPTIONS = { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1 };
-
-function inferenceClient(port: number): Client {
-  return new loaded.inference.GRPCInferenceService(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
-}
-
-function call(client: Client, method: string, request: Msg, metadata = new grpc.Metadata()): Promise<Msg> {
-  return new Promise((resolve, reject) => {
-    client[method](request, metadata, (err: grpc.ServiceError | null, res: Msg) => (err ? reject(err) : resolve(res)));
-  });
-}
-
-async function callError(client: Client, method: string, request: Msg): Promise<grpc.ServiceError> {
-  try {
-    await call(client, method, request);
-  } catch (e) {
-    return e as grpc.ServiceError;
-  }
-  throw new Error(`${method} unexpectedly succeeded`);
-}
 
 function int32Bytes(values: number[]): Buffer {
   const b = Buffer.alloc(values.length * 4);
@@ -180,7 +147,7 @@ describe('health and metadata', () => {
   });
 
   it('grpc.health.v1.Health Check and Watch', async () => {
-    const health = new loaded.grpc.health.v1.Health(`127.0.0.1:${nereid.grpcPort}`, grpc.credentials.createInsecure());
+    const health = healthClient(nereid.grpcPort);
     const res = await call(health, 'Check', { service: '' });
     expect(res).toEqual({ status: 'SERVING' });
     const first = await new Promise<Msg>((resolve, reject) => {

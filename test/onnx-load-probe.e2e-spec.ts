@@ -6,22 +6,11 @@
  * config names only as a sequence control ("Missing Input: START").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import * as net from 'node:net';
 import * as path from 'node:path';
+import { loopbackPorts, MAIN } from './helpers/built-server';
 import { makeRepository, ROOT } from './helpers/server';
 
-const MAIN = path.join(ROOT, 'dist/apps/nereid/src/main.js');
 const ONNX = path.join(ROOT, 'test/fixtures/onnx');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('ONNX load-time probe', () => {
   let child: ChildProcess | undefined;
@@ -32,11 +21,10 @@ describe('ONNX load-time probe', () => {
       simple_string: path.join(ONNX, 'simple_string'),
       sequence_start: path.join(ONNX, 'sequence_start'),
     });
-    const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
+    const { http, args } = await loopbackPorts();
     child = spawn(
       process.execPath,
-      [MAIN, 'serve', '--model-repository', repo, '--http-port', String(http), '--grpc-port', String(grpc),
-        '--metrics-port', String(metrics), '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
+      [MAIN, 'serve', '--model-repository', repo, ...args],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';

@@ -3,12 +3,10 @@
  * driven over HTTP (JSON) and, for the decoupled model, over gRPC streaming.
  */
 import * as path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { inferenceClient, type Msg } from './helpers/grpc-client';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const FIX = path.join(ROOT, 'test/fixtures/python');
 const fp32 = (name: string, data: number[], shape = [data.length]) => ({ name, datatype: 'FP32', shape, data });
@@ -87,9 +85,7 @@ describe('python backend end to end', () => {
   });
 
   it('streams the responses of a decoupled model over gRPC', async () => {
-    const definition = protoLoader.loadSync(['grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, includeDirs: [path.join(ROOT, 'proto')] });
-    const loaded = grpc.loadPackageDefinition(definition) as Msg;
-    const client = new loaded.inference.GRPCInferenceService(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const client = inferenceClient(server.grpcPort);
     const values: number[] = [];
     try {
       await new Promise<void>((resolve, reject) => {

@@ -4,60 +4,27 @@
  * away (their queued requests must never run) or ask for a queue timeout shorter than the model's
  * default (honoured only where `allow_timeout_override` is set), over HTTP and gRPC.
  */
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
-import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+import { inferenceClient, type Msg } from './helpers/grpc-client';
+import { until } from './helpers/poll';
+import { executedIds, RECORD_WAIT, recordWaitVariant } from './helpers/record-wait';
+import { getJson, makeRepository, postJson, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const RECORD_WAIT = path.join(ROOT, 'test/fixtures/python/record_wait');
-
-/** record_wait under another name and batching config. */
-function recordWaitVariant(repo: string, name: string, config: string): void {
-  cpSync(path.join(RECORD_WAIT, '1'), path.join(repo, name, '1'), { recursive: true });
-  writeFileSync(
-    path.join(repo, name, 'config.pbtxt'),
-    `name: "${name}"\nbackend: "python"\nmax_batch_size: 1\n` +
-      'input [ { name: "WAIT_MS" data_type: TYPE_INT32 dims: [ 1 ] } ]\n' +
-      'output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]\n' +
-      `instance_group [ { count: 1 kind: KIND_CPU } ]\n${config}\n`,
-  );
-}
-
-const definition = protoLoader.loadSync(['grpc_service.proto'], {
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [path.join(ROOT, 'proto')],
-});
-const loaded = grpc.loadPackageDefinition(definition) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('requests waiting for a busy model', () => {
   let server: Server;
   let repo: string;
   beforeAll(async () => {
     repo = makeRepository({ record_wait: RECORD_WAIT });
-    recordWaitVariant(repo, 'override_allowed', 'dynamic_batching { default_queue_policy { allow_timeout_override: true default_timeout_microseconds: 20000000 } }');
-    recordWaitVariant(repo, 'override_refused', 'dynamic_batching { default_queue_policy { default_timeout_microseconds: 20000000 } }');
+    recordWaitVariant(repo, 'override_allowed', 1, 'dynamic_batching { default_queue_policy { allow_timeout_override: true default_timeout_microseconds: 20000000 } }');
+    recordWaitVariant(repo, 'override_refused', 1, 'dynamic_batching { default_queue_policy { default_timeout_microseconds: 20000000 } }');
     server = await startTestServer({ modelRepositories: [repo] });
   }, 60_000);
   afterAll(() => server?.close());
 
-  const executed = (model: string): string[] => {
-    const file = path.join(repo, model, 'executed.txt');
-    return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-  };
+  const executed = (model: string): string[] => executedIds(repo, model);
   const body = (id: string, waitMs: number, shape: number[], parameters: Msg = {}) =>
     JSON.stringify({ id, inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape, data: [waitMs] }], parameters });
   const stats = async (model: string) => ((await getJson(`${server.http}/v2/models/${model}/stats`)).body as Msg).model_stats[0];
@@ -104,7 +71,7 @@ describe('requests waiting for a busy model', () => {
   }, 30_000);
 
   it("honours a request's own queue timeout (HTTP and gRPC) only where allow_timeout_override is set", async () => {
-    const grpcClient = new loaded.inference.GRPCInferenceService(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const grpcClient = inferenceClient(server.grpcPort);
     const grpcInfer = (model: string, id: string, timeoutUs: number): Promise<grpc.ServiceError | null> =>
       new Promise((resolve) => {
         const request = {

@@ -7,37 +7,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { call, callError, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type Client = grpc.Client & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const definition = protoLoader.loadSync(['grpc_service.proto'], {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [path.join(ROOT, 'proto')],
-});
-const loaded = grpc.loadPackageDefinition(definition) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-function call(client: Client, method: string, request: Msg): Promise<Msg> {
-  return new Promise((resolve, reject) => {
-    client[method](request, (err: grpc.ServiceError | null, res: Msg) => (err ? reject(err) : resolve(res)));
-  });
-}
-
-async function callError(client: Client, method: string, request: Msg): Promise<grpc.ServiceError> {
-  const outcome = await call(client, method, request).then(
-    () => undefined,
-    (e: grpc.ServiceError) => e,
-  );
-  if (!outcome) throw new Error(`${method} unexpectedly succeeded`);
-  return outcome;
-}
 
 const MODEL_ONNX = readFileSync(path.join(ROOT, 'models/simple/1/model.onnx'));
 
@@ -87,7 +60,7 @@ describe('security: what clients can reach through the repository API and names'
       logInfo: true,
       logError: true,
     });
-    client = new loaded.inference.GRPCInferenceService(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    client = inferenceClient(server.grpcPort);
   });
 
   afterAll(async () => {

@@ -6,12 +6,10 @@
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { inferenceClient, type Msg } from './helpers/grpc-client';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 interface Duration {
   count: number;
   ns: number;
@@ -19,11 +17,6 @@ interface Duration {
 
 const FIX = path.join(ROOT, 'test/fixtures/python');
 const PHASES = ['queue', 'compute_input', 'compute_infer', 'compute_output'] as const;
-
-const definition = protoLoader.loadSync(['grpc_service.proto'], {
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [path.join(ROOT, 'proto')],
-});
-const loaded = grpc.loadPackageDefinition(definition) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 describe('statistics of executed requests', () => {
   let server: Server;
@@ -87,7 +80,7 @@ describe('statistics of executed requests', () => {
   });
 
   it('serves the same integers over gRPC and as whole microseconds in the metrics', async () => {
-    const client = new loaded.inference.GRPCInferenceService(`127.0.0.1:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const client = inferenceClient(server.grpcPort);
     try {
       const res: Msg = await new Promise((resolve, reject) =>
         client.ModelStatistics({ name: 'simple', version: '' }, (err: Error | null, r: Msg) => (err ? reject(err) : resolve(r))),

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { ROOT } from './server';
+import { ROOT, startTestServer } from './server';
 
 /** A decoded message of Triton's .proto files, as @grpc/proto-loader hands it over. */
 export type Msg = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -28,9 +28,14 @@ export function inferenceClient(port: number): Client {
   });
 }
 
-export function call(client: Client, method: string, request: Msg): Promise<Msg> {
+/** A grpc.health.v1.Health client on 127.0.0.1:`port`. */
+export function healthClient(port: number): Client {
+  return new loaded.grpc.health.v1.Health(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+}
+
+export function call(client: Client, method: string, request: Msg, metadata = new grpc.Metadata()): Promise<Msg> {
   return new Promise((resolve, reject) => {
-    client[method](request, new grpc.Metadata(), (err: grpc.ServiceError | null, res: Msg) => (err ? reject(err) : resolve(res)));
+    client[method](request, metadata, (err: grpc.ServiceError | null, res: Msg) => (err ? reject(err) : resolve(res)));
   });
 }
 
@@ -41,4 +46,24 @@ export async function callError(client: Client, method: string, request: Msg): P
     return e as grpc.ServiceError;
   }
   throw new Error(`${method} unexpectedly succeeded`);
+}
+
+type TestServer = Awaited<ReturnType<typeof startTestServer>>;
+
+/** A test server and a gRPC inference client on it. */
+export interface ServerWithClient {
+  server: TestServer;
+  client: Client;
+}
+
+/** Starts a test server on `repo` and a gRPC inference client on it. */
+export async function startWithGrpcClient(repo: string): Promise<ServerWithClient> {
+  const server = await startTestServer({ modelRepositories: [repo] });
+  return { server, client: inferenceClient(server.grpcPort) };
+}
+
+/** Closes the client, then the server, of what `startWithGrpcClient` started (either may be missing). */
+export async function closeWithGrpcClient(started: Partial<ServerWithClient>): Promise<void> {
+  started.client?.close();
+  await started.server?.close();
 }
