@@ -16,7 +16,7 @@
  */
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { closeWithGrpcClient, startWithGrpcClient, type Client, type Msg } from './helpers/grpc-client';
 import {
   grpcStep, httpStep, planSequences, runningSums, SequenceStream, stepsOf,
   type Outcome, type PlannedSequence, type SequenceId, type Step,
@@ -49,14 +49,10 @@ beforeAll(async () => {
       .replace('count: 1', 'count: 2')
       .replace('max_candidate_sequences: 64', 'max_candidate_sequences: 16'),
   );
-  server = await startTestServer({ modelRepositories: [repo] });
-  client = inferenceClient(server.grpcPort);
+  ({ server, client } = await startWithGrpcClient(repo));
 }, 60_000);
 
-afterAll(async () => {
-  client?.close();
-  await server?.close();
-});
+afterAll(() => closeWithGrpcClient({ server, client }));
 
 type Transport = 'http' | 'grpc' | 'stream';
 

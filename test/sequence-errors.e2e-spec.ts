@@ -7,7 +7,8 @@
  */
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { call, closeWithGrpcClient, startWithGrpcClient, type Client, type Msg } from './helpers/grpc-client';
+import { sleep } from './helpers/poll';
 import {
   grpcRequest, grpcStep, httpBody, httpStep, planSequences, runningSums, SequenceStream, stepsOf,
   type Outcome, type Step,
@@ -25,16 +26,10 @@ beforeAll(async () => {
     sequence_sum_py: 'models/sequence_sum_py',
     accumulator_short_idle: path.join(ROOT, 'test/fixtures/onnx/accumulator_short_idle'),
   });
-  server = await startTestServer({ modelRepositories: [repo] });
-  client = inferenceClient(server.grpcPort);
+  ({ server, client } = await startWithGrpcClient(repo));
 }, 60_000);
 
-afterAll(async () => {
-  client?.close();
-  await server?.close();
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+afterAll(() => closeWithGrpcClient({ server, client }));
 
 /** Sequence slots in use in the model's scheduler (its loaded version). */
 function slotsInUse(model: string): number {
