@@ -14,6 +14,8 @@
  * field, weights included, is copied as it is.
  */
 
+import { wireFields } from './onnx-wire';
+
 /** TensorProto.DataType numbers used here. */
 export const ONNX_FLOAT = 1;
 export const ONNX_BFLOAT16 = 16;
@@ -26,30 +28,20 @@ export function aliasOf(name: string): string {
   return `${name}__nereid_bf16_as_fp32`;
 }
 
-interface Span {
-  no: number;
-  wire: number;
-  /** The whole field, tag included. */
-  start: number;
-  end: number;
-  /** Payload of a length-delimited field. */
-  payloadStart: number;
-}
-
 /**
  * `model` (ONNX ModelProto bytes) with the named BF16 graph inputs and outputs carried as FLOAT
  * through Cast nodes (see above). Throws a plain Error when the model is malformed or a named
  * tensor is not a graph input/output.
  */
 export function wrapBf16Io(model: Uint8Array, inputs: readonly string[], outputs: readonly string[]): Uint8Array {
-  const top = spans(model);
+  const top = wireFields(model);
   const graphSpan = top.find((s) => s.no === 7 && s.wire === 2);
   if (!graphSpan) throw new Error('not an ONNX model: no graph found in ModelProto');
   const graph = model.subarray(graphSpan.payloadStart, graphSpan.end);
   const wantedIn = new Set(inputs);
   const wantedOut = new Set(outputs);
   const parts: Uint8Array[] = [];
-  for (const s of spans(graph)) {
+  for (const s of wireFields(graph)) {
     const field = graph.subarray(s.start, s.end);
     const isInput = s.no === 11 && s.wire === 2;
     const isOutput = s.no === 12 && s.wire === 2;
@@ -70,59 +62,11 @@ export function wrapBf16Io(model: Uint8Array, inputs: readonly string[], outputs
   return concat(top.map((s) => (s === graphSpan ? message(7, newGraph) : model.subarray(s.start, s.end))));
 }
 
-/** The fields of one message, as spans of `buf`. */
-function spans(buf: Uint8Array): Span[] {
-  const out: Span[] = [];
-  const pos = { at: 0 };
-  while (pos.at < buf.length) {
-    const start = pos.at;
-    const tag = readVarint(buf, pos);
-    const no = Math.floor(tag / 8);
-    const wire = tag % 8;
-    let payloadStart = pos.at;
-    switch (wire) {
-      case 0:
-        readVarint(buf, pos);
-        break;
-      case 1:
-        pos.at += 8;
-        break;
-      case 2: {
-        const length = readVarint(buf, pos);
-        payloadStart = pos.at;
-        pos.at += length;
-        break;
-      }
-      case 5:
-        pos.at += 4;
-        break;
-      default:
-        throw new Error(`malformed ONNX model: unsupported wire type ${wire}`);
-    }
-    if (pos.at > buf.length) throw new Error('malformed ONNX model: truncated field');
-    out.push({ no, wire, start, end: pos.at, payloadStart });
-  }
-  return out;
-}
-
-function readVarint(buf: Uint8Array, pos: { at: number }): number {
-  let value = 0;
-  let scale = 1;
-  for (let i = 0; i < 10; i++) {
-    if (pos.at >= buf.length) throw new Error('malformed ONNX model: truncated varint');
-    const b = buf[pos.at++];
-    value += (b & 0x7f) * scale;
-    if (b < 0x80) return value;
-    scale *= 128;
-  }
-  throw new Error('malformed ONNX model: varint too long');
-}
-
 const utf8 = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
 
 function valueInfoName(valueInfo: Uint8Array): string {
-  const s = spans(valueInfo).find((x) => x.no === 1 && x.wire === 2);
+  const s = wireFields(valueInfo).find((x) => x.no === 1 && x.wire === 2);
   return s ? utf8.decode(valueInfo.subarray(s.payloadStart, s.end)) : '';
 }
 
@@ -136,7 +80,7 @@ function floatValueInfo(original: Uint8Array, name: string): Uint8Array {
 }
 
 function payloadOf(msg: Uint8Array, no: number): Uint8Array | undefined {
-  const s = spans(msg).find((x) => x.no === no && x.wire === 2);
+  const s = wireFields(msg).find((x) => x.no === no && x.wire === 2);
   return s ? msg.subarray(s.payloadStart, s.end) : undefined;
 }
 

@@ -11,6 +11,8 @@
  * Dimension.dim_value = 1, dim_param = 2.
  */
 
+import { wireFields } from './onnx-wire';
+
 /** One graph input or output. */
 export interface OnnxValueInfo {
   name: string;
@@ -91,48 +93,17 @@ function stringField(f: Field[], no: number): string {
   return b ? utf8.decode(b) : '';
 }
 
-/** Splits one message into its fields (fixed32/64 fields are skipped; groups are rejected). */
+/** The varint and length-delimited fields of one message (fixed32/64 fields are skipped). */
 function fields(buf: Uint8Array): Field[] {
   const out: Field[] = [];
-  const pos = { at: 0 };
-  while (pos.at < buf.length) {
-    const tag = varint(buf, pos);
-    const no = Math.floor(tag / 8);
-    switch (tag % 8) {
-      case 0:
-        out.push({ no, varint: varint(buf, pos) });
-        break;
-      case 1:
-        pos.at += 8;
-        break;
-      case 2: {
-        const len = varint(buf, pos);
-        if (pos.at + len > buf.length) throw new Error('malformed ONNX model: truncated field');
-        out.push({ no, bytes: buf.subarray(pos.at, pos.at + len) });
-        pos.at += len;
-        break;
-      }
-      case 5:
-        pos.at += 4;
-        break;
-      default:
-        throw new Error(`malformed ONNX model: unsupported wire type ${tag % 8}`);
-    }
+  for (const f of wireFields(buf)) {
+    if (f.varint !== undefined) out.push({ no: f.no, varint: signed(f.varint) });
+    else if (f.wire === 2) out.push({ no: f.no, bytes: buf.subarray(f.payloadStart, f.end) });
   }
-  if (pos.at > buf.length) throw new Error('malformed ONNX model: truncated field');
   return out;
 }
 
-/** Reads a varint as a JS number; 64-bit negatives (two's complement) come back negative. */
-function varint(buf: Uint8Array, pos: { at: number }): number {
-  let value = 0;
-  let scale = 1;
-  for (let i = 0; i < 10; i++) {
-    if (pos.at >= buf.length) throw new Error('malformed ONNX model: truncated varint');
-    const b = buf[pos.at++];
-    value += (b & 0x7f) * scale;
-    if (b < 0x80) return value >= TWO_POW_63 ? value - TWO_POW_64 : value;
-    scale *= 128;
-  }
-  throw new Error('malformed ONNX model: varint too long');
+/** A varint as a 64-bit signed value: negatives (two's complement) come back negative. */
+function signed(value: number): number {
+  return value >= TWO_POW_63 ? value - TWO_POW_64 : value;
 }
