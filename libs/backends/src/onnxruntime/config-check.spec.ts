@@ -115,6 +115,10 @@ describe('checkConfigAgainstOnnx', () => {
     expect(check(dir, { ...config, sequence_batching: { ...config.sequence_batching, state: renamed } })).toThrow(
       "unexpected inference output 'ACC_NEXT', allowed outputs are: ACC_OUT, OUTPUT",
     );
+    const renamedInput = states.map((s) => ({ ...s, input_name: 'ACC_PREV' }));
+    expect(check(dir, { ...config, sequence_batching: { ...config.sequence_batching, state: renamedInput } })).toThrow(
+      "unexpected inference input 'ACC_PREV', allowed inputs are: ACC_IN, INPUT, READY, START",
+    );
     const dims = states.map((s) => ({ ...s, dims: [2] }));
     expect(check(dir, { ...config, sequence_batching: { ...config.sequence_batching, state: dims } })).toThrow(
       "tensor 'ACC_OUT': the model expects 2 dimensions (shape [-1,1])",

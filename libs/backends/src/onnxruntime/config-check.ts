@@ -135,23 +135,20 @@ class ConfigCheck {
   states(): void {
     for (const state of this.config.sequence_batching?.state ?? []) {
       const dims = state.dims ?? [];
-      const output = this.graphOutputs.get(state.output_name ?? '');
-      if (!output) {
-        throw this.fail(
-          InferenceError.invalidArg(`unexpected inference output '${state.output_name ?? ''}', allowed outputs are: ${sorted(this.graphOutputs.keys())}`),
-        );
-      }
-      this.checkType(state.data_type ?? '', output, 'output state');
-      this.checkDims(output.name, output, dims);
-      const input = this.graphInputs.get(state.input_name ?? '');
-      if (!input) {
-        throw this.fail(
-          InferenceError.invalidArg(`unexpected inference input '${state.input_name ?? ''}', allowed inputs are: ${sorted(this.graphInputs.keys())}`),
-        );
-      }
-      this.checkType(state.data_type ?? '', input, 'input state');
-      this.checkDims(input.name, input, dims);
+      this.stateTensor('output', state.output_name ?? '', state.data_type ?? '', dims);
+      this.stateTensor('input', state.input_name ?? '', state.data_type ?? '', dims);
     }
+  }
+
+  /** One side of an implicit state: a graph `side` named `name` of the state's type and dims. */
+  private stateTensor(side: 'input' | 'output', name: string, dataType: string, dims: readonly number[]): void {
+    const tensors = side === 'input' ? this.graphInputs : this.graphOutputs;
+    const graph = tensors.get(name);
+    if (!graph) {
+      throw this.fail(InferenceError.invalidArg(`unexpected inference ${side} '${name}', allowed ${side}s are: ${sorted(tensors.keys())}`));
+    }
+    this.checkType(dataType, graph, `${side} state`);
+    this.checkDims(graph.name, graph, dims);
   }
 
   private sameType(declared: string, graph: OnnxValueInfo): boolean {
