@@ -26,6 +26,11 @@ export class OpenRequests {
   /** Keys added since the watch timer was armed; their signals are read when it fires. */
   private unwatched: number[] = [];
   private timer?: NodeJS.Timeout;
+  /**
+   * Open watched requests by abort signal, one listener per signal: the requests of one gRPC stream
+   * share its signal, and a listener each made node warn of a leak past ten requests in flight.
+   */
+  private readonly watchers = new Map<AbortSignal, { keys: Set<number>; stop: () => void }>();
 
   constructor(
     private readonly decoupled: boolean,
@@ -95,14 +100,38 @@ export class OpenRequests {
       const entry = this.open.get(key);
       const signal = entry?.item.request.signal;
       if (!entry || !signal) continue;
-      const onCancel = (): void => this.onCancel(entry.batch, key - entry.batch);
       if (signal.aborted) {
-        onCancel();
+        this.onCancel(entry.batch, key - entry.batch);
         continue;
       }
-      signal.addEventListener('abort', onCancel, { once: true });
-      entry.detach = () => signal.removeEventListener('abort', onCancel);
+      this.subscribe(signal, key, entry);
     }
+  }
+
+  /** Adds `key` to its signal's watch, listening to the signal when it is the first. */
+  private subscribe(signal: AbortSignal, key: number, entry: OpenRequest): void {
+    let watch = this.watchers.get(signal);
+    if (watch === undefined) {
+      const keys = new Set<number>();
+      const onAbort = (): void => {
+        this.watchers.delete(signal);
+        for (const k of [...keys]) {
+          const open = this.open.get(k);
+          if (open) this.onCancel(open.batch, k - open.batch);
+        }
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      watch = { keys, stop: () => signal.removeEventListener('abort', onAbort) };
+      this.watchers.set(signal, watch);
+    }
+    const w = watch;
+    w.keys.add(key);
+    entry.detach = () => {
+      w.keys.delete(key);
+      if (w.keys.size > 0 || this.watchers.get(signal) !== w) return;
+      this.watchers.delete(signal);
+      w.stop();
+    };
   }
 
   private close(key: number): OpenRequest | undefined {
