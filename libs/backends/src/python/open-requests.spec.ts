@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { ExecutionItem, InferenceRequest } from '@nereid/protocol';
 import { OpenRequests, WATCH_AFTER_MS } from './open-requests';
 import { CollectingSink, request } from './testing';
@@ -43,15 +44,14 @@ describe('OpenRequests', () => {
 
 describe('OpenRequests: requests sharing one signal (a gRPC stream)', () => {
   it('listens once per signal, cancels each open request of it, and lets go when they close', async () => {
-    const { getEventListeners } = await import('node:events');
     const cancels: [number, number][] = [];
     const open = new OpenRequests(true, 'm', (b, i) => cancels.push([b, i]));
     const controller = new AbortController();
     for (let key = 0; key < 20; key++) open.add(key, 0, item(controller).item);
     await later(WATCH_AFTER_MS + 20);
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    expect(EventEmitter.getEventListeners(controller.signal, 'abort')).toHaveLength(1);
     for (let key = 0; key < 18; key++) open.deliver(key, undefined, true);
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    expect(EventEmitter.getEventListeners(controller.signal, 'abort')).toHaveLength(1);
     controller.abort();
     expect(cancels).toEqual([[0, 18], [0, 19]]);
 
@@ -59,6 +59,6 @@ describe('OpenRequests: requests sharing one signal (a gRPC stream)', () => {
     for (let key = 100; key < 103; key++) open.add(key, 100, item(other).item);
     await later(WATCH_AFTER_MS + 20);
     for (let key = 100; key < 103; key++) open.deliver(key, undefined, true);
-    expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
+    expect(EventEmitter.getEventListeners(other.signal, 'abort')).toHaveLength(0);
   });
 });
