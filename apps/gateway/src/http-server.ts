@@ -8,12 +8,17 @@ import { GatewayModule } from './gateway.module';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
+import { DEFAULT_HTTP_LIMITS, serverOptionsFor, type HttpLimits } from './http-limits';
 import type { GatewayOptions } from './tokens';
+
+export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits';
 
 export interface HttpServerOptions extends GatewayOptions {
   host: string;
   /** 0 = any free port. */
   port: number;
+  /** Connection bounds; each left out takes its default (DEFAULT_HTTP_LIMITS). */
+  limits?: Partial<HttpLimits>;
 }
 
 export interface RunningHttpServer {
@@ -48,13 +53,14 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
   const fastPath = new InferFastPath(core, options.maxInputSize);
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   const adapter = new TritonFastifyAdapter({
     bodyLimit: options.maxInputSize,
     logger: false,
     routerOptions: { maxParamLength: 1000 },
     // POST .../infer takes the lean path; everything else goes through Nest's router.
     serverFactory: (handler: http.RequestListener) =>
-      http.createServer((req, res) => {
+      http.createServer(serverOptionsFor(limits), (req, res) => {
         if (req.method === 'POST') {
           const target = matchInferPath(req.url ?? '');
           if (target) {
@@ -74,6 +80,7 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   });
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
   rawBodies(fastify, options.maxInputSize);
+  if (limits.maxConnections > 0) fastify.server.maxConnections = limits.maxConnections;
   app.useGlobalFilters(new HttpErrorFilter());
   await app.init();
   await app.listen(options.port, options.host);

@@ -14,6 +14,12 @@ export interface ServeOptions {
   httpAddress: string;
   httpPort: number;
   httpMaxInputSize: number;
+  /** `--http-request-timeout-secs`: time for a whole request to arrive (0 = none). */
+  httpRequestTimeoutSecs: number;
+  /** `--http-header-timeout-secs`: time for a request's headers to arrive (0 = none). */
+  httpHeaderTimeoutSecs: number;
+  /** `--http-max-connections`: open HTTP connections at most (0 = no limit). */
+  httpMaxConnections: number;
   allowGrpc: boolean;
   grpcAddress: string;
   grpcPort: number;
@@ -58,6 +64,9 @@ export function defaultServeOptions(): ServeOptions {
     httpAddress: '0.0.0.0',
     httpPort: 8000,
     httpMaxInputSize: 64 * 1024 * 1024,
+    httpRequestTimeoutSecs: 60,
+    httpHeaderTimeoutSecs: 30,
+    httpMaxConnections: 4096,
     allowGrpc: true,
     grpcAddress: '0.0.0.0',
     grpcPort: 8001,

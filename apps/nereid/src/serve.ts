@@ -113,6 +113,11 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
         allowClientShm: options.allowClientShm,
+        limits: {
+          requestTimeoutSecs: options.httpRequestTimeoutSecs,
+          headerTimeoutSecs: options.httpHeaderTimeoutSecs,
+          maxConnections: options.httpMaxConnections,
+        },
       });
       closers.push(() => http.close());
       httpPort = http.port;

@@ -2,8 +2,6 @@ import { promisify } from 'node:util';
 import * as zlib from 'node:zlib';
 import { HttpRequestErrors, InferenceError } from '@nereid/protocol';
 
-const inflate = promisify(zlib.inflate);
-const gunzip = promisify(zlib.gunzip);
 const gzip = promisify(zlib.gzip);
 const deflate = promisify(zlib.deflate);
 
@@ -17,22 +15,59 @@ export class HeaderedError extends InferenceError {
   }
 }
 
-/** Decompresses a request body per Content-Encoding (gzip, deflate, identity). */
-export async function decodeBody(body: Buffer, encoding: string | undefined, maxSize: number): Promise<Buffer> {
+/** Output chunk of the inflater: the most a body can be inflated past the limit before it is refused. */
+export const INFLATE_CHUNK = 64 * 1024;
+
+/**
+ * Decompresses a request body per Content-Encoding (gzip, deflate, identity). Inflation stops at
+ * the first chunk that takes the output past `maxSize` (a small bomb is refused after at most
+ * `maxSize + INFLATE_CHUNK` bytes, and what was inflated is dropped at once). `onInflated` sees the
+ * running count of inflated bytes after each chunk.
+ */
+export async function decodeBody(
+  body: Buffer,
+  encoding: string | undefined,
+  maxSize: number,
+  onInflated?: (bytes: number) => void,
+): Promise<Buffer> {
   const enc = (encoding ?? '').trim().toLowerCase();
   if (!enc || enc === 'identity') return body;
-  const opts = { maxOutputLength: maxSize };
-  try {
-    if (enc === 'gzip') return await gunzip(body, opts);
-    if (enc === 'deflate') return await inflate(body, opts);
-  } catch (e) {
-    const msg = (e as Error).message;
-    if (/exceeds|maxOutputLength|Cannot create a Buffer/i.test(msg)) {
-      throw HttpRequestErrors.decompressedTooLarge(maxSize);
-    }
-    throw InferenceError.invalidArg(`failed to decompress the request body (${enc}): ${msg}`);
+  if (enc !== 'gzip' && enc !== 'deflate') {
+    throw new HeaderedError(InferenceError.unsupported('Unsupported compression type'), { 'Accept-Encoding': 'gzip, deflate' });
   }
-  throw new HeaderedError(InferenceError.unsupported('Unsupported compression type'), { 'Accept-Encoding': 'gzip, deflate' });
+  return inflateBounded(body, enc, maxSize, onInflated);
+}
+
+function inflateBounded(body: Buffer, enc: 'gzip' | 'deflate', maxSize: number, onInflated?: (bytes: number) => void): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const options = { chunkSize: INFLATE_CHUNK };
+    const inflater = enc === 'gzip' ? zlib.createGunzip(options) : zlib.createInflate(options);
+    let chunks: Buffer[] = [];
+    let total = 0;
+    let done = false;
+    const finish = (error: InferenceError | undefined): void => {
+      if (done) return;
+      done = true;
+      const parts = chunks;
+      chunks = [];
+      if (error) {
+        inflater.destroy();
+        reject(error);
+      } else {
+        resolve(parts.length === 1 ? parts[0] : Buffer.concat(parts, total));
+      }
+    };
+    inflater.on('data', (chunk: Buffer) => {
+      if (done) return;
+      total += chunk.length;
+      onInflated?.(total);
+      if (total > maxSize) return finish(HttpRequestErrors.decompressedTooLarge(maxSize));
+      chunks.push(chunk);
+    });
+    inflater.on('error', (e: Error) => finish(InferenceError.invalidArg(`failed to decompress the request body (${enc}): ${e.message}`)));
+    inflater.on('end', () => finish(undefined));
+    inflater.end(body);
+  });
 }
 
 /** The response encoding the client accepts, if any of gzip/deflate. */

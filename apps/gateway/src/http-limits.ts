@@ -1,0 +1,28 @@
+import type * as http from 'node:http';
+
+/** Bounds on the connections of the HTTP front door, so that slow or idle clients cannot hold it. */
+export interface HttpLimits {
+  /** `--http-request-timeout-secs`: a request whose body has not fully arrived by then is answered 408 and its connection closed (0 = none). */
+  requestTimeoutSecs: number;
+  /** `--http-header-timeout-secs`: the same for the request line and headers (0 = none). */
+  headerTimeoutSecs: number;
+  /** `--http-max-connections`: connections beyond it are closed as they arrive (0 = no limit). */
+  maxConnections: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = { requestTimeoutSecs: 60, headerTimeoutSecs: 30, maxConnections: 4096 };
+
+/** Node's options for the limits. Node allows no header timeout above the request timeout. */
+export function serverOptionsFor(limits: HttpLimits): http.ServerOptions {
+  const requestTimeout = limits.requestTimeoutSecs * 1000;
+  let headersTimeout = limits.headerTimeoutSecs * 1000;
+  if (requestTimeout > 0 && (headersTimeout === 0 || headersTimeout > requestTimeout)) headersTimeout = requestTimeout;
+  const shortest = Math.min(...[requestTimeout, headersTimeout].filter((t) => t > 0));
+  return {
+    requestTimeout,
+    headersTimeout,
+    // Node looks for expired requests on this period (30 s by default): a quarter of the shortest
+    // timeout keeps the overshoot small, at most once a second.
+    connectionsCheckingInterval: Number.isFinite(shortest) ? Math.max(250, Math.min(1000, shortest / 4)) : 30_000,
+  };
+}
