@@ -1,3 +1,5 @@
+import type { Restriction } from './restrictions';
+
 /** Injection token of the InferenceCore the front doors delegate to. */
 export const INFERENCE_CORE = Symbol('INFERENCE_CORE');
 
@@ -9,4 +11,6 @@ export interface GatewayOptions {
   maxInputSize: number;
   /** `--allow-client-shm`. */
   allowClientShm: boolean;
+  /** `--http-restricted-api`: groups that need a header. */
+  restrictedApis?: readonly Restriction[];
 }

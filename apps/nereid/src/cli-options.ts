@@ -1,3 +1,5 @@
+import type { Restriction } from '@nereid/gateway';
+
 /** Options of `nereid serve`, named after tritonserver's flags. */
 export interface ServeOptions {
   modelRepositories: string[];
@@ -38,6 +40,12 @@ export interface ServeOptions {
   metricsAddress?: string;
   metricsPort: number;
   allowClientShm: boolean;
+  /** `--http-restricted-api=<api>[,<api>...]:<key>=<value>` (repeatable). */
+  httpRestrictedApis: Restriction[];
+  /** `--grpc-restricted-protocol=<api>[,<api>...]:<key>=<value>` (repeatable). */
+  grpcRestrictedProtocols: Restriction[];
+  /** `--allow-model-file-overrides`: repository loads may write model files (`file:` parameters). */
+  allowModelFileOverrides: boolean;
   logVerbose: number;
   logInfo: boolean;
   logWarning: boolean;
@@ -82,6 +90,9 @@ export function defaultServeOptions(): ServeOptions {
     allowMetrics: true,
     metricsPort: 8002,
     allowClientShm: false,
+    httpRestrictedApis: [],
+    grpcRestrictedProtocols: [],
+    allowModelFileOverrides: false,
     logVerbose: 0,
     logInfo: true,
     logWarning: true,

@@ -1,3 +1,4 @@
+import { checkRestrictions, parseRestriction, type Restriction } from '@nereid/gateway';
 import { defaultServeOptions, type ServeOptions } from './cli-options';
 
 /** A command-line mistake: printed with the usage hint, exit code 2. */
@@ -28,6 +29,15 @@ function int(value: string, flag: string, min = 0, max = Number.MAX_SAFE_INTEGER
 
 function port(value: string, flag: string): number {
   return int(value, flag, 0, 65535);
+}
+
+function restriction(value: string, flag: string, list: Restriction[]): void {
+  try {
+    list.push(parseRestriction(value));
+    checkRestrictions(list);
+  } catch (e) {
+    throw new UsageError(`Bad option: "--${flag}".\n${(e as Error).message}`);
+  }
 }
 
 const ignored = (help: string): FlagSpec => ({ arg: true, apply: () => undefined, help: `${help} (accepted for compatibility; no effect)` });
@@ -99,6 +109,21 @@ const FLAGS: Record<string, FlagSpec> = {
   'metrics-address': { arg: true, apply: (o, v) => (o.metricsAddress = v), help: 'metrics bind address (default: --http-address)' },
   'metrics-port': { arg: true, apply: (o, v, f) => (o.metricsPort = port(v, f)), help: 'metrics port, path /metrics (default 8002)' },
   'allow-client-shm': { arg: 'bool', apply: (o, v, f) => (o.allowClientShm = bool(v, f)), help: 'client shared memory (not supported: must stay false)' },
+  'http-restricted-api': {
+    arg: true,
+    apply: (o, v, f) => restriction(v, f, o.httpRestrictedApis),
+    help: '<api>[,<api>...]:<header>=<value>: these API groups need the header (repeatable)',
+  },
+  'grpc-restricted-protocol': {
+    arg: true,
+    apply: (o, v, f) => restriction(v, f, o.grpcRestrictedProtocols),
+    help: "<api>[,<api>...]:<key>=<value>: these groups need metadata 'triton-grpc-protocol-<key>' (repeatable)",
+  },
+  'allow-model-file-overrides': {
+    arg: 'bool',
+    apply: (o, v, f) => (o.allowModelFileOverrides = bool(v, f)),
+    help: "repository loads may write model files ('file:' parameters) (default false)",
+  },
   'log-verbose': {
     arg: true,
     apply: (o, v, f) => {
