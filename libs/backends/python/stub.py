@@ -7,6 +7,7 @@ format). stdout and stderr stay free for the model's own prints; the server forw
 """
 
 import os
+import signal
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,7 +54,16 @@ def _handle_finalize(runtime, runner):
     runtime.conn.send(ipc.MSG_FINALIZED, {})
 
 
+def _ignore_shutdown_signals():
+    """Ctrl-C and systemd signal the server's whole process group: the server drains its in-flight
+    requests and then finalizes this stub itself. Should the server die instead, the socket reaches
+    EOF and the stub exits (see main)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def main(argv):
+    _ignore_shutdown_signals()
     fd, shm_dir, shm_prefix, threshold = int(argv[1]), argv[2], argv[3], int(argv[4])
     conn = ipc.Connection(fd, shm_dir, shm_prefix, threshold)
     runtime = Runtime(conn)

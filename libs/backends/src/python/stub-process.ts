@@ -63,6 +63,10 @@ export class StubProcess {
     const args = ['-u', STUB_SCRIPT, '3', this.shm.dir, this.shm.prefix, String(this.shm.threshold)];
     this.child = spawn(launch.python, args, {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      // A process group of its own: a signal to the server's group (Ctrl-C, systemd) does not reach
+      // the stub, which the server finalizes after its in-flight requests (stub.py also ignores
+      // SIGINT/SIGTERM, for a cgroup-wide kill). It exits by itself when the server's socket closes.
+      detached: true,
       env: { ...process.env, ...launch.env },
     });
     const channel = this.child.stdio[3] as unknown as Writable & NodeJS.ReadableStream;
