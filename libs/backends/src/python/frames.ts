@@ -42,6 +42,11 @@ export interface Frame {
 }
 
 const PREFIX_BYTES = 12;
+/**
+ * A received body's first buffer is at most this large and doubles as bytes arrive: a length prefix
+ * alone (up to 4 GiB) allocates no more than this, and memory stays within twice the bytes received.
+ */
+const FIRST_BODY_BYTES = 1024 * 1024;
 /** Blobs at least this large are written as separate chunks instead of being concatenated. */
 const CONCAT_LIMIT = 64 * 1024;
 
@@ -98,14 +103,27 @@ export function encodeFrame(type: number, header: unknown, blob?: BlobBuilder, b
   return [first];
 }
 
-/** Reassembles frames from a byte stream. */
+/** A frame body that is not a frame: shorter than its fixed part, a header past its end, or a header that is not JSON. */
+export class FrameError extends Error {
+  override readonly name = 'FrameError';
+}
+
+/**
+ * Reassembles frames from a byte stream. A malformed body is reported to `onError` as a FrameError
+ * (thrown from `push` when there is no `onError`); the reader then goes on with the next frame.
+ */
 export class FrameReader {
   private lenBuf = Buffer.alloc(4);
   private lenHave = 0;
   private body: Uint8Array | undefined;
   private bodyHave = 0;
+  /** The length the prefix announced; `body` grows towards it as bytes arrive (its capacity never exceeds it). */
+  private bodyLength = 0;
 
-  constructor(private readonly onFrame: (frame: Frame) => void) {}
+  constructor(
+    private readonly onFrame: (frame: Frame) => void,
+    private readonly onError?: (error: FrameError) => void,
+  ) {}
 
   push(chunk: Uint8Array): void {
     let pos = 0;
@@ -116,29 +134,59 @@ export class FrameReader {
         this.lenHave += take;
         pos += take;
         if (this.lenHave < 4) return;
-        this.body = new Uint8Array(this.lenBuf.readUInt32LE(0));
+        this.bodyLength = this.lenBuf.readUInt32LE(0);
+        this.body = new Uint8Array(Math.min(this.bodyLength, FIRST_BODY_BYTES));
         this.bodyHave = 0;
         this.lenHave = 0;
       }
-      const take = Math.min(this.body.byteLength - this.bodyHave, chunk.byteLength - pos);
+      const take = Math.min(this.bodyLength - this.bodyHave, chunk.byteLength - pos);
+      if (this.bodyHave + take > this.body.byteLength) this.grow(this.bodyHave + take);
       this.body.set(chunk.subarray(pos, pos + take), this.bodyHave);
       this.bodyHave += take;
       pos += take;
-      if (this.bodyHave === this.body.byteLength) {
+      if (this.bodyHave === this.bodyLength) {
         const body = this.body;
         this.body = undefined;
-        this.onFrame(decodeBody(body));
+        const frame = this.decode(body);
+        if (frame) this.onFrame(frame);
       }
+    }
+  }
+
+  /** Doubles the body buffer (at least to `needed`, at most to the announced length) and copies what arrived. */
+  private grow(needed: number): void {
+    const body = this.body as Uint8Array;
+    const grown = new Uint8Array(Math.min(this.bodyLength, Math.max(needed, body.byteLength * 2)));
+    grown.set(body.subarray(0, this.bodyHave));
+    this.body = grown;
+  }
+
+  private decode(body: Uint8Array): Frame | undefined {
+    try {
+      return decodeBody(body);
+    } catch (e) {
+      if (!(e instanceof FrameError) || !this.onError) throw e;
+      this.onError(e);
+      return undefined;
     }
   }
 }
 
 function decodeBody(body: Uint8Array): Frame {
+  if (body.byteLength < 8) throw new FrameError(`frame body of ${body.byteLength} bytes, shorter than its 8-byte prefix`);
   const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   const type = view.getUint8(0);
   const headLen = view.getUint32(4, true);
+  if (headLen > body.byteLength - 8) {
+    throw new FrameError(`frame header of ${headLen} bytes past the end of a ${body.byteLength}-byte body`);
+  }
   const headText = Buffer.from(body.buffer, body.byteOffset + 8, headLen).toString('utf8');
-  const header = JSON.parse(headText) as unknown;
+  let header: unknown;
+  try {
+    header = JSON.parse(headText) as unknown;
+  } catch (e) {
+    throw new FrameError(`frame header is not JSON: ${(e as Error).message}`);
+  }
   const blobStart = 8 + headLen + pad8(8 + headLen);
   return { type, header, blob: body.subarray(blobStart) };
 }
