@@ -5,6 +5,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyInstance } from 'fastify';
 import type { InferenceCore } from '@nereid/core';
 import { GatewayModule } from './gateway.module';
+import { drainingClose } from './http/drain';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
@@ -57,6 +58,8 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   const adapter = new TritonFastifyAdapter({
     bodyLimit: options.maxInputSize,
     logger: false,
+    // While closing, requests on open keep-alive connections are answered (drainingClose), not 503.
+    return503OnClosing: false,
     routerOptions: { maxParamLength: 1000 },
     // POST .../infer takes the lean path; everything else goes through Nest's router.
     serverFactory: (handler: http.RequestListener) =>
@@ -86,5 +89,5 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   await app.listen(options.port, options.host);
   const address = fastify.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
-  return { port, app, close: () => app.close() };
+  return { port, app, close: drainingClose(fastify.server, () => app.close()) };
 }

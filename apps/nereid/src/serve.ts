@@ -96,8 +96,10 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
 
   const closers: (() => Promise<void>)[] = [];
   const close = async (): Promise<void> => {
+    // Readiness turns false first; the front doors then drain together (none waits for another's
+    // clients), and the models are unloaded once every in-flight request is answered.
     core.setReady(false);
-    for (const c of closers.reverse()) await c().catch(() => undefined);
+    await Promise.all(closers.map((c) => c().catch(() => undefined)));
     await manager.unloadAll();
     await scheduler.closeAll();
     await worker.close();
@@ -131,6 +133,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         keepalive: options.grpcKeepalive,
         maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
         maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
+        shutdownGraceMs: options.exitTimeoutSecs * 1000,
       });
       closers.push(() => grpc.close());
       grpcPort = grpc.port;

@@ -11,7 +11,7 @@ import { sharedMemoryHandlers } from './shared-memory-handlers';
 /** Triton's default send/receive limit: INT32_MAX bytes (grpc-js's own default would be 4 MiB). */
 export const DEFAULT_MAX_MESSAGE_SIZE = 2147483647;
 
-/** How long close() waits for in-flight calls before cutting connections. */
+/** How long close() waits for in-flight calls before cutting connections, unless set. */
 export const SHUTDOWN_GRACE_MS = 5000;
 
 /**
@@ -47,13 +47,18 @@ export interface GrpcServerOptions {
   maxConnectionAgeMs?: number;
   /** Grace period after the max age (`--grpc-max-connection-age-grace`). Default: unlimited. */
   maxConnectionAgeGraceMs?: number;
+  /**
+   * How long close() lets in-flight calls finish (after GOAWAY) before cutting the connections.
+   * Default SHUTDOWN_GRACE_MS; the CLI passes `--exit-timeout-secs`.
+   */
+  shutdownGraceMs?: number;
   /** Folder holding grpc_service.proto, model_config.proto and health.proto. Default: repo `proto/`. */
   protoDir?: string;
 }
 
 export interface GrpcServerHandle {
   port: number;
-  /** Stops accepting calls, lets in-flight ones finish (up to SHUTDOWN_GRACE_MS), then closes. */
+  /** Stops accepting calls (GOAWAY), lets in-flight ones finish (up to shutdownGraceMs), then closes. */
   close(): Promise<void>;
 }
 
@@ -82,12 +87,13 @@ function bind(server: Server, address: string): Promise<number> {
   });
 }
 
-function shutdown(server: Server): Promise<void> {
+function shutdown(server: Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       server.forceShutdown();
       resolve();
-    }, SHUTDOWN_GRACE_MS);
+    }, graceMs);
+    timer.unref();
     server.tryShutdown(() => {
       clearTimeout(timer);
       resolve();
@@ -121,6 +127,6 @@ export async function startGrpcServer(core: InferenceCore, options: GrpcServerOp
   let closing: Promise<void> | undefined;
   return {
     port,
-    close: () => (closing ??= shutdown(server)),
+    close: () => (closing ??= shutdown(server, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS)),
   };
 }
