@@ -99,6 +99,16 @@ describe('PythonBackend: failures', () => {
     expect(after.error).toBeUndefined();
   });
 
+  it('stops a stub that writes a malformed frame: its request fails, the server goes on with a new stub', async () => {
+    const logs: LogLine[] = [];
+    const inst = track(await load('crash', logs, [one('MODE', 'TYPE_INT32')], [one('PID', 'TYPE_INT64')]));
+    const [bad] = await run(inst, [request('crash', [i32('MODE', [3])])]);
+    expect(bad.error?.message).toContain('killed by signal SIGKILL');
+    expect(logs.some((l) => l.message.includes('malformed frame (frame body of 3 bytes'))).toBe(true);
+    const [after] = await run(inst, [request('crash', [i32('MODE', [0])])]);
+    expect(after.error).toBeUndefined();
+  });
+
   it('reports a missing interpreter as a load failure', async () => {
     const b = new PythonBackend({ pythonExecutable: '/nonexistent/python3' });
     await expect(b.loadInstance(loadContext(FIXTURES, config('identity', [one('INPUT0')], [one('OUTPUT0')])))).rejects.toMatchObject({

@@ -71,10 +71,17 @@ export class StubProcess {
     });
     const channel = this.child.stdio[3] as unknown as Writable & NodeJS.ReadableStream;
     this.channel = channel;
-    const reader = new FrameReader((frame) => {
-      if (frame.type === MSG.RELEASE) this.shm.pool.release(frame.header as string[]);
-      else this.onFrame(frame);
-    });
+    const reader = new FrameReader(
+      (frame) => {
+        if (frame.type === MSG.RELEASE) this.shm.pool.release(frame.header as string[]);
+        else this.onFrame(frame);
+      },
+      // A stub that writes something other than frames is broken: killed, its requests fail as at any exit.
+      (error) => {
+        this.logTo('error', `python stub sent a malformed frame (${error.message}); stopping it`);
+        this.kill();
+      },
+    );
     channel.on('data', (chunk: Buffer) => reader.push(chunk));
     channel.on('error', () => undefined);
     this.forwardLines(this.child.stdout, (line) => this.logTo('info', line));
