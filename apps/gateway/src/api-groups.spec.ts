@@ -75,7 +75,14 @@ describe('API group table', () => {
     expect(httpGroupOf('/v2/models/%E0%A4%A/config')).toBe('model-config');
   });
 
+  it('reads the path of an absolute-form target', () => {
+    expect(httpGroupOf('http://127.0.0.1:8000/v2/logging')).toBe('logging');
+    expect(httpGroupOf('HTTPS://h/v2/models/m/config?x=/v2')).toBe('model-config');
+    expect(httpGroupOf('/v2/logging#/v2/health/live')).toBe('logging');
+  });
+
   it('leaves paths that are no route without a group', () => {
+
     expect(httpGroupOf('/v3/health/live')).toBeUndefined();
     expect(httpGroupOf('/v2/health/live/')).toBeUndefined();
     expect(grpcGroupOf('/inference.GRPCInferenceService/Unknown')).toBeUndefined();

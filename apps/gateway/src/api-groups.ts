@@ -86,10 +86,15 @@ function decodeSegment(s: string): string {
   }
 }
 
-/** The group of a request target (`/v2/...?query`); undefined for paths that are no route. */
+/** The scheme and authority of an absolute-form target (`http://host/v2/...`), which the router drops too. */
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/.*?\//i;
+
+/** The group of a request target (`/v2/...?query`, or absolute-form); undefined for paths that are no route. */
 export function httpGroupOf(url: string): ApiGroup | undefined {
-  const q = url.indexOf('?');
-  const raw = q === -1 ? url : url.slice(0, q);
+  // The router ends the path at the query or a fragment.
+  const end = url.search(/[?#]/);
+  let raw = end === -1 ? url : url.slice(0, end);
+  if (!raw.startsWith('/')) raw = raw.replace(ABSOLUTE_FORM, '/');
   const path = raw.includes('%') ? raw.split('/').map(decodeSegment).join('/') : raw;
   for (const group of HTTP_ORDER) {
     if (API_TABLE[group].http.some((re) => re.test(path))) return group;
