@@ -27,7 +27,7 @@ export function fuzz<Ts extends [unknown, ...unknown[]]>(property: fc.IProperty<
   const details = fc.check(property, params);
   const dir = process.env.FUZZ_REPORT_DIR;
   if (dir) appendFileSync(path.join(dir, 'cases.txt'), `${details.numRuns} ${details.failed ? 1 : 0}\n`);
-  if (details.failed) throw new Error(fc.defaultReportMessage(details));
+  if (details.failed) throw new Error(fc.defaultReportMessage(details), { cause: details.errorInstance });
 }
 
 type ErrorClass = abstract new (...args: never[]) => Error;
