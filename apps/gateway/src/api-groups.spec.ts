@@ -12,7 +12,7 @@ function nestPaths(): string[] {
   const out: string[] = [];
   for (const controller of [HealthController, ModelsController, ServerController, SharedMemoryController]) {
     const base = [Reflect.getMetadata(PATH_METADATA, controller)].flat() as string[];
-    const proto = controller.prototype as Record<string, unknown>;
+    const proto = controller.prototype as unknown as Record<string, unknown>;
     for (const name of Object.getOwnPropertyNames(proto)) {
       if (name === 'constructor' || typeof proto[name] !== 'function') continue;
       const paths = Reflect.getMetadata(PATH_METADATA, proto[name] as object) as string | string[] | undefined;
