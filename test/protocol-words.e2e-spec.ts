@@ -34,7 +34,7 @@ let repo: string;
 
 beforeAll(async () => {
   repo = makeRepository({ simple: 'models/simple' });
-  nereid = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['simple'] });
+  nereid = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['simple'], allowModelFileOverrides: true });
   client = inferenceClient(nereid.grpcPort);
 });
 

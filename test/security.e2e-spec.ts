@@ -56,6 +56,8 @@ describe('security: what clients can reach through the repository API and names'
       modelRepositories: [repo],
       modelControlMode: 'explicit',
       loadModels: ['simple'],
+      // The file-override cases below need them allowed (off by default).
+      allowModelFileOverrides: true,
       logFile,
       logInfo: true,
       logError: true,

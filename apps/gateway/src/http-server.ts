@@ -9,6 +9,8 @@ import { drainingClose } from './http/drain';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
+import { httpGroupOf } from './api-groups';
+import { ApiGuard } from './restrictions';
 import { DEFAULT_HTTP_LIMITS, serverOptionsFor, type HttpLimits } from './http-limits';
 import type { GatewayOptions } from './tokens';
 
@@ -45,6 +47,19 @@ class TritonFastifyAdapter extends FastifyAdapter {
   }
 }
 
+/** Triton's answer to a restricted API called without its header. */
+function refuseRestricted(req: http.IncomingMessage, res: http.ServerResponse, header: string): void {
+  const text = JSON.stringify({ error: `This API is restricted, expecting header '${header}'` });
+  req.resume();
+  res.writeHead(403, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), [NOSNIFF_NAME]: NOSNIFF_VALUE });
+  res.end(text);
+}
+
+function headerOf(req: http.IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
 /** Every body arrives as a Buffer: the infer codec parses JSON and binary sections itself. */
 function rawBodies(fastify: FastifyInstance, limit: number): void {
   fastify.removeAllContentTypeParsers();
@@ -54,6 +69,7 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
   const fastPath = new InferFastPath(core, options.maxInputSize);
+  const guard = new ApiGuard(options.restrictedApis);
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   const adapter = new TritonFastifyAdapter({
     bodyLimit: options.maxInputSize,
@@ -64,6 +80,11 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
     // POST .../infer takes the lean path; everything else goes through Nest's router.
     serverFactory: (handler: http.RequestListener) =>
       http.createServer(serverOptionsFor(limits), (req, res) => {
+        // The one gate of --http-restricted-api, before both the fast path and Nest's routes.
+        if (guard.active) {
+          const missing = guard.missingHeader(httpGroupOf(req.url ?? ''), (h) => headerOf(req, h));
+          if (missing !== undefined) return refuseRestricted(req, res, missing);
+        }
         if (req.method === 'POST') {
           const target = matchInferPath(req.url ?? '');
           if (target) {

@@ -77,6 +77,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       modelConfigName: options.modelConfigName,
       defaultMaxBatchSize,
       gpuCount: 0,
+      allowFileOverrides: options.allowModelFileOverrides,
       log: logger.log,
     },
     backends,
@@ -115,6 +116,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
         allowClientShm: options.allowClientShm,
+        restrictedApis: options.httpRestrictedApis,
         limits: {
           requestTimeoutSecs: options.httpRequestTimeoutSecs,
           headerTimeoutSecs: options.httpHeaderTimeoutSecs,
@@ -134,6 +136,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
         maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
         shutdownGraceMs: options.exitTimeoutSecs * 1000,
+        restrictedProtocols: options.grpcRestrictedProtocols,
       });
       closers.push(() => grpc.close());
       grpcPort = grpc.port;

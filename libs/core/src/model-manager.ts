@@ -45,8 +45,16 @@ export interface ModelEntry {
 
 export interface ManagerOptions extends ConfigOptions {
   repositories: string[];
+  /** `--allow-model-file-overrides`: loads may carry model files (`file:` parameters). Default false. */
+  allowFileOverrides?: boolean;
   log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
 }
+
+/** A load with `file:` parameters while the server was not started to allow them. */
+const FILE_OVERRIDES_DISABLED = (): InferenceError =>
+  InferenceError.invalidArg(
+    "model file overrides are disabled: 'file:' load parameters write files the server then runs. Start the server with '--allow-model-file-overrides=true' to allow them.",
+  );
 
 const DUPLICATE_REASON = 'model appears in two or more repositories';
 
@@ -108,6 +116,7 @@ export class ModelRepositoryManager {
 
   private async doLoad(name: string, options: LoadOptions): Promise<void> {
     const files = options.files ?? new Map<string, Uint8Array>();
+    if (files.size > 0 && !this.options.allowFileOverrides) throw FILE_OVERRIDES_DISABLED();
     if (files.size > 0 && options.config === undefined) {
       throw InferenceError.invalidArg("Load parameter 'config' must be specified for model file override");
     }

@@ -1,5 +1,7 @@
-import { Server, ServerCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { Server, ServerCredentials, ServerInterceptingCall, status, type ChannelOptions, type ServerInterceptor } from '@grpc/grpc-js';
 import type { InferenceCore } from '@nereid/core';
+import { grpcGroupOf } from '../api-groups';
+import { ApiGuard, type Restriction } from '../restrictions';
 import { healthHandlers } from './health-handlers';
 import { inferHandlers } from './infer-handlers';
 import { metadataHandlers } from './metadata-handlers';
@@ -47,6 +49,8 @@ export interface GrpcServerOptions {
   maxConnectionAgeMs?: number;
   /** Grace period after the max age (`--grpc-max-connection-age-grace`). Default: unlimited. */
   maxConnectionAgeGraceMs?: number;
+  /** `--grpc-restricted-protocol`: groups that need the metadata `triton-grpc-protocol-<key>`. */
+  restrictedProtocols?: readonly Restriction[];
   /**
    * How long close() lets in-flight calls finish (after GOAWAY) before cutting the connections.
    * Default SHUTDOWN_GRACE_MS; the CLI passes `--exit-timeout-secs`.
@@ -79,6 +83,34 @@ export function channelOptionsOf(options: GrpcServerOptions): ChannelOptions {
   if (options.maxConnectionAgeMs) out['grpc.max_connection_age_ms'] = options.maxConnectionAgeMs;
   if (options.maxConnectionAgeGraceMs) out['grpc.max_connection_age_grace_ms'] = options.maxConnectionAgeGraceMs;
   return out;
+}
+
+/** Triton's prefix of a restricted protocol's metadata key. */
+export const RESTRICTED_PROTOCOL_PREFIX = 'triton-grpc-protocol-';
+
+/**
+ * The one gate of --grpc-restricted-protocol: a call of a restricted group without its metadata
+ * ends with Triton's UNAVAILABLE before any handler sees it.
+ */
+export function restrictionInterceptor(restrictions: readonly Restriction[]): ServerInterceptor | undefined {
+  const guard = new ApiGuard(restrictions, RESTRICTED_PROTOCOL_PREFIX);
+  if (!guard.active) return undefined;
+  return (method, call) => {
+    const group = grpcGroupOf(method.path);
+    return new ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, nextMetadata) => {
+            const missing = guard.missingHeader(group, (key) => {
+              const values = metadata.get(key);
+              return values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
+            });
+            if (missing === undefined) return nextMetadata(metadata);
+            call.sendStatus({ code: status.UNAVAILABLE, details: `This protocol is restricted, expecting header '${missing}'` });
+          },
+        }),
+    });
+  };
 }
 
 function bind(server: Server, address: string): Promise<number> {
@@ -114,7 +146,8 @@ function formatAddress(host: string, port: number): string {
  */
 export async function startGrpcServer(core: InferenceCore, options: GrpcServerOptions): Promise<GrpcServerHandle> {
   const services = loadServices(options.protoDir);
-  const server = new Server(channelOptionsOf(options));
+  const interceptor = restrictionInterceptor(options.restrictedProtocols ?? []);
+  const server = new Server({ ...channelOptionsOf(options), ...(interceptor ? { interceptors: [interceptor] } : {}) });
   server.addService(services.inference, {
     ...metadataHandlers(core),
     ...inferHandlers(core),
