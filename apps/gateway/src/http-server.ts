@@ -55,6 +55,20 @@ function refuseRestricted(req: http.IncomingMessage, res: http.ServerResponse, h
   res.end(text);
 }
 
+/** A bearer-token refusal: 401 without a valid token, 403 when the token does not open the group. */
+function refuseToken(req: http.IncomingMessage, res: http.ServerResponse, verdict: 'unauthenticated' | 'forbidden'): void {
+  const unauthenticated = verdict === 'unauthenticated';
+  const text = JSON.stringify({ error: unauthenticated ? 'This API requires a valid bearer token' : 'This token does not open this API' });
+  req.resume();
+  res.writeHead(unauthenticated ? 401 : 403, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    [NOSNIFF_NAME]: NOSNIFF_VALUE,
+    ...(unauthenticated ? { 'www-authenticate': 'Bearer' } : {}),
+  });
+  res.end(text);
+}
+
 function headerOf(req: http.IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v.join(', ') : v;
@@ -70,6 +84,7 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
   const fastPath = new InferFastPath(core, options.maxInputSize);
   const guard = new ApiGuard(options.restrictedApis);
+  const tokens = options.authTokens;
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   const adapter = new TritonFastifyAdapter({
     bodyLimit: options.maxInputSize,
@@ -81,9 +96,12 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
     serverFactory: (handler: http.RequestListener) =>
       http.createServer(serverOptionsFor(limits), (req, res) => {
         // The one gate of --http-restricted-api, before both the fast path and Nest's routes.
-        if (guard.active) {
-          const missing = guard.missingHeader(httpGroupOf(req.url ?? ''), (h) => headerOf(req, h));
+        if (guard.active || tokens) {
+          const group = httpGroupOf(req.url ?? '');
+          const missing = guard.missingHeader(group, (h) => headerOf(req, h));
           if (missing !== undefined) return refuseRestricted(req, res, missing);
+          const verdict = tokens?.check(group, headerOf(req, 'authorization'));
+          if (verdict === 'unauthenticated' || verdict === 'forbidden') return refuseToken(req, res, verdict);
         }
         if (req.method === 'POST') {
           const target = matchInferPath(req.url ?? '');

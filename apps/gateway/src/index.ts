@@ -4,3 +4,4 @@ export * from './tokens';
 export { startGrpcServer, type GrpcServerOptions, type GrpcServerHandle } from './grpc';
 export * from './api-groups';
 export { ApiGuard, checkRestrictions, parseRestriction, type Restriction } from './restrictions';
+export { parseTokensFile, TokenStore, type TokenVerdict } from './auth-tokens';

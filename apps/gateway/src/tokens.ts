@@ -1,3 +1,4 @@
+import type { TokenStore } from './auth-tokens';
 import type { Restriction } from './restrictions';
 
 /** Injection token of the InferenceCore the front doors delegate to. */
@@ -13,4 +14,6 @@ export interface GatewayOptions {
   allowClientShm: boolean;
   /** `--http-restricted-api`: groups that need a header. */
   restrictedApis?: readonly Restriction[];
+  /** `--auth-tokens-file`: bearer tokens and the groups each opens. */
+  authTokens?: TokenStore;
 }

@@ -46,6 +46,8 @@ export interface ServeOptions {
   grpcRestrictedProtocols: Restriction[];
   /** `--allow-model-file-overrides`: repository loads may write model files (`file:` parameters). */
   allowModelFileOverrides: boolean;
+  /** `--auth-tokens-file=<path>`: hashed bearer tokens and the API groups each opens; re-read on change. */
+  authTokensFile?: string;
   logVerbose: number;
   logInfo: boolean;
   logWarning: boolean;

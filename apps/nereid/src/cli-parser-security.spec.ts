@@ -40,3 +40,10 @@ describe('--allow-model-file-overrides', () => {
     expect(() => parseServeArgs([REPO, '--allow-model-file-overrides=maybe'])).toThrow(UsageError);
   });
 });
+
+describe('--auth-tokens-file', () => {
+  it('takes a path', () => {
+    expect(parseServeArgs([REPO, '--auth-tokens-file=/etc/nereid/tokens']).authTokensFile).toBe('/etc/nereid/tokens');
+    expect(parseServeArgs([REPO]).authTokensFile).toBeUndefined();
+  });
+});

@@ -124,6 +124,11 @@ const FLAGS: Record<string, FlagSpec> = {
     apply: (o, v, f) => (o.allowModelFileOverrides = bool(v, f)),
     help: "repository loads may write model files ('file:' parameters) (default false)",
   },
+  'auth-tokens-file': {
+    arg: true,
+    apply: (o, v) => (o.authTokensFile = v),
+    help: "lines '<sha256 hex of a token> <api>[,<api>...]|*': these groups need 'Authorization: Bearer <token>' (re-read on change)",
+  },
   'log-verbose': {
     arg: true,
     apply: (o, v, f) => {

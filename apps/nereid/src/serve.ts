@@ -1,6 +1,6 @@
 import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
 import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings } from '@nereid/core';
-import { startHttpServer, startGrpcServer } from '@nereid/gateway';
+import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
 import { startMetricsServer } from '@nereid/metrics';
 import { SchedulerHost } from '@nereid/scheduler';
 import { createInMemoryTransport } from '@nereid/transport';
@@ -110,6 +110,11 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     let httpPort = -1;
     let grpcPort = -1;
     let metricsPort = -1;
+    const authTokens = options.authTokensFile ? new TokenStore(options.authTokensFile, (m) => logger.log('warn', m)) : undefined;
+    if (authTokens) {
+      authTokens.watch();
+      closers.push(async () => authTokens.close());
+    }
     if (options.allowHttp) {
       const http = await startHttpServer(core, {
         host: options.httpAddress,
@@ -117,6 +122,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         maxInputSize: options.httpMaxInputSize,
         allowClientShm: options.allowClientShm,
         restrictedApis: options.httpRestrictedApis,
+        authTokens,
         limits: {
           requestTimeoutSecs: options.httpRequestTimeoutSecs,
           headerTimeoutSecs: options.httpHeaderTimeoutSecs,
@@ -137,6 +143,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
         shutdownGraceMs: options.exitTimeoutSecs * 1000,
         restrictedProtocols: options.grpcRestrictedProtocols,
+        authTokens,
       });
       closers.push(() => grpc.close());
       grpcPort = grpc.port;

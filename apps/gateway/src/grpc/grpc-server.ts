@@ -1,6 +1,7 @@
 import { Server, ServerCredentials, ServerInterceptingCall, status, type ChannelOptions, type ServerInterceptor } from '@grpc/grpc-js';
 import type { InferenceCore } from '@nereid/core';
 import { grpcGroupOf } from '../api-groups';
+import type { TokenStore } from '../auth-tokens';
 import { ApiGuard, type Restriction } from '../restrictions';
 import { healthHandlers } from './health-handlers';
 import { inferHandlers } from './infer-handlers';
@@ -56,6 +57,8 @@ export interface GrpcServerOptions {
    * Default SHUTDOWN_GRACE_MS; the CLI passes `--exit-timeout-secs`.
    */
   shutdownGraceMs?: number;
+  /** `--auth-tokens-file`: bearer tokens (metadata `authorization: Bearer <token>`) and the groups each opens. */
+  authTokens?: TokenStore;
   /** Folder holding grpc_service.proto, model_config.proto and health.proto. Default: repo `proto/`. */
   protoDir?: string;
 }
@@ -92,9 +95,9 @@ export const RESTRICTED_PROTOCOL_PREFIX = 'triton-grpc-protocol-';
  * The one gate of --grpc-restricted-protocol: a call of a restricted group without its metadata
  * ends with Triton's UNAVAILABLE before any handler sees it.
  */
-export function restrictionInterceptor(restrictions: readonly Restriction[]): ServerInterceptor | undefined {
+export function restrictionInterceptor(restrictions: readonly Restriction[], tokens?: TokenStore): ServerInterceptor | undefined {
   const guard = new ApiGuard(restrictions, RESTRICTED_PROTOCOL_PREFIX);
-  if (!guard.active) return undefined;
+  if (!guard.active && !tokens) return undefined;
   return (method, call) => {
     const group = grpcGroupOf(method.path);
     return new ServerInterceptingCall(call, {
@@ -105,8 +108,14 @@ export function restrictionInterceptor(restrictions: readonly Restriction[]): Se
               const values = metadata.get(key);
               return values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
             });
-            if (missing === undefined) return nextMetadata(metadata);
-            call.sendStatus({ code: status.UNAVAILABLE, details: `This protocol is restricted, expecting header '${missing}'` });
+            if (missing !== undefined) {
+              return call.sendStatus({ code: status.UNAVAILABLE, details: `This protocol is restricted, expecting header '${missing}'` });
+            }
+            const auth = metadata.get('authorization');
+            const verdict = tokens?.check(group, auth.length === 1 && typeof auth[0] === 'string' ? auth[0] : undefined);
+            if (verdict === 'unauthenticated') return call.sendStatus({ code: status.UNAUTHENTICATED, details: 'This protocol requires a valid bearer token' });
+            if (verdict === 'forbidden') return call.sendStatus({ code: status.PERMISSION_DENIED, details: 'This token does not open this protocol' });
+            nextMetadata(metadata);
           },
         }),
     });
@@ -146,7 +155,7 @@ function formatAddress(host: string, port: number): string {
  */
 export async function startGrpcServer(core: InferenceCore, options: GrpcServerOptions): Promise<GrpcServerHandle> {
   const services = loadServices(options.protoDir);
-  const interceptor = restrictionInterceptor(options.restrictedProtocols ?? []);
+  const interceptor = restrictionInterceptor(options.restrictedProtocols ?? [], options.authTokens);
   const server = new Server({ ...channelOptionsOf(options), ...(interceptor ? { interceptors: [interceptor] } : {}) });
   server.addService(services.inference, {
     ...metadataHandlers(core),

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parseTokensFile, TokenStore } from './auth-tokens';
+
+const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+
+function tokensFile(text: string): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'nereid-tokens-')), 'tokens');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('parseTokensFile', () => {
+  it('reads hashes and groups, * for every group, skipping comments and blank lines', () => {
+    const entries = parseTokensFile(`# ops\n\n${sha('a')} inference,metadata\n  ${sha('b').toUpperCase()}   *  \n`);
+    expect(entries.map((e) => [e.hash.toString('hex'), [...e.groups]])).toEqual([
+      [sha('a'), ['inference', 'metadata']],
+      [sha('b'), ['health', 'metadata', 'inference', 'shared-memory', 'model-config', 'model-repository', 'statistics', 'trace', 'logging']],
+    ]);
+  });
+
+  it.each([
+    ['plain-token inference', 'line 1: expected'],
+    [`${sha('a')}`, 'line 1: expected'],
+    [`\n${sha('a')} inference,admin`, "line 2: unknown api 'admin'"],
+  ])('refuses %p', (text, words) => {
+    expect(() => parseTokensFile(text)).toThrow(words);
+  });
+});
+
+describe('TokenStore', () => {
+  it('opens only the groups of the presented token', () => {
+    const store = new TokenStore(tokensFile(`${sha('user')} inference\n${sha('admin')} model-repository,inference\n`));
+    expect(store.check('health', undefined)).toBe('open');
+    expect(store.check(undefined, undefined)).toBe('open');
+    expect(store.check('inference', undefined)).toBe('unauthenticated');
+    expect(store.check('inference', 'Basic dXNlcg==')).toBe('unauthenticated');
+    expect(store.check('inference', 'Bearer wrong')).toBe('unauthenticated');
+    expect(store.check('inference', 'Bearer user')).toBe('granted');
+    expect(store.check('inference', 'bearer  admin')).toBe('granted');
+    expect(store.check('model-repository', 'Bearer user')).toBe('forbidden');
+    expect(store.check('model-repository', 'Bearer admin')).toBe('granted');
+  });
+
+  it('takes a changed file on reload and keeps the previous tokens when it does not parse', () => {
+    const file = tokensFile(`${sha('user')} inference\n`);
+    const errors: string[] = [];
+    const store = new TokenStore(file, (m) => errors.push(m));
+    writeFileSync(file, `${sha('other')} inference\n`);
+    store.reload();
+    expect(store.check('inference', 'Bearer user')).toBe('unauthenticated');
+    expect(store.check('inference', 'Bearer other')).toBe('granted');
+    writeFileSync(file, 'garbage\n');
+    store.reload();
+    expect(store.check('inference', 'Bearer other')).toBe('granted');
+    expect(errors).toEqual([expect.stringContaining('auth tokens file not reloaded')]);
+  });
+
+  it('refuses a file that does not parse at start', () => {
+    expect(() => new TokenStore(tokensFile('nope'))).toThrow('tokens file line 1');
+  });
+});
