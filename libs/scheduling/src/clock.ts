@@ -1,10 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import type { Clock } from './types';
 
-/** The real clock: `performance.now()` and Node timers. */
+/**
+ * The real clock: `performance.now()` and Node timers. The timers are unref'd: a scheduler's queue
+ * delay, queue timeout or sequence idle timer matters only while the server's listeners keep the
+ * process alive, and must not keep a process (or a test worker) alive after they are closed.
+ */
 export const systemClock: Clock = {
   now: () => performance.now(),
-  setTimer: (fn, ms) => setTimeout(fn, Math.max(0, ms)),
+  setTimer: (fn, ms) => setTimeout(fn, Math.max(0, ms)).unref(),
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
