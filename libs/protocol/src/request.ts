@@ -43,12 +43,6 @@ export interface InferenceRequest {
    */
   readonly cancelled?: boolean;
   /**
-   * Where the compute durations of this request's execution are added as well (Triton's secondary
-   * statistics aggregator): an ensemble sets it on the requests it sends to its steps and reports
-   * their sums as its own compute time.
-   */
-  composingStats?: ComputeDurations;
-  /**
    * A row the sequence batcher adds to fill an empty slot of a direct-strategy batch (READY false,
    * zero data, id ''): it is executed with the batch but is no inference of its own, so statistics
    * do not count it and its responses go nowhere.

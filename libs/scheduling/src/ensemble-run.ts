@@ -6,14 +6,13 @@ import {
   type ExecutionItem,
   type InferenceRequest,
   type InferenceResponse,
-  type Parameters,
-  type RequestedOutput,
   type ResponseSink,
 } from '@nereid/protocol';
 import type { ModelConfig } from '@nereid/model-config';
 import type { Tensor } from '@nereid/tensor';
 import type { EnsemblePlan, PlannedStep } from './ensemble-plan';
 import { shapeFor, type EnsembleValue } from './ensemble-shapes';
+import { DerivedRequest } from './derived-request';
 import { cancelledError, requestPrefix } from './rejections';
 
 /**
@@ -131,7 +130,7 @@ export class EnsembleRun {
     for (const tensor of step.reads) this.taken(tensor, k);
     this.running++;
     this.unreported++;
-    this.services.inferStep(new StepRequest(parent, step, inputs), {
+    this.services.inferStep(new DerivedRequest(parent, step.modelName, step.modelVersion, inputs, step.outputNames.map((name) => ({ name }))), {
       send: (response, final) => this.onStepResponse(step, batch, response, final),
       fail: (error) => this.fail(error),
       executed: (stats) => this.onStepExecuted(stats),
@@ -271,48 +270,3 @@ function stepLayout(step: PlannedStep, config: ModelConfig | undefined): StepLay
   return layout;
 }
 
-/**
- * The request of one step: the ensemble request's correlation id, flags, priority, timeout and
- * parameters, its client's cancellation, the step's model and tensors. The ensemble's own request
- * is never changed. A class, so that every step request has the same shape (an object literal
- * with accessors costs microseconds to build and leaves a slow dictionary object behind); whether
- * the client has gone away is read from the ensemble's request each time, as its signal may be
- * built only when read.
- */
-class StepRequest implements InferenceRequest {
-  readonly id: string;
-  readonly modelName: string;
-  readonly modelVersion: number;
-  readonly outputs: RequestedOutput[];
-  readonly parameters: Parameters;
-  readonly sequenceId: bigint | string;
-  readonly sequenceStart: boolean;
-  readonly sequenceEnd: boolean;
-  readonly priority: number;
-  readonly timeoutUs: number;
-
-  constructor(
-    private readonly parent: InferenceRequest,
-    step: PlannedStep,
-    readonly inputs: Tensor[],
-  ) {
-    this.id = parent.id;
-    this.modelName = step.modelName;
-    this.modelVersion = step.modelVersion;
-    this.outputs = step.outputNames.map((name) => ({ name }));
-    this.parameters = parent.parameters;
-    this.sequenceId = parent.sequenceId;
-    this.sequenceStart = parent.sequenceStart;
-    this.sequenceEnd = parent.sequenceEnd;
-    this.priority = parent.priority;
-    this.timeoutUs = parent.timeoutUs;
-  }
-
-  get signal(): AbortSignal | undefined {
-    return this.parent.signal;
-  }
-
-  get cancelled(): boolean {
-    return isCancelled(this.parent);
-  }
-}

@@ -1,58 +1,10 @@
 import {
-  isCancelled,
   SequenceBatcherErrors as Errors,
-  type ComputeDurations,
   type InferenceError,
   type InferenceRequest,
-  type Parameters,
-  type RequestedOutput,
 } from '@nereid/protocol';
 import { allocateTensorData, elementCount, isBytesData, type Tensor } from '@nereid/tensor';
 import type { SequenceControls } from './sequence-controls';
-
-/**
- * A client's request as the backend sees it in a sequence batch: the same request with the control
- * and state tensors added to its inputs (and the state outputs to its outputs). The client's
- * request object is never changed. Whether the client has gone away is read from the client's
- * request each time, as its signal may be built only when read.
- */
-export class SequenceRowRequest implements InferenceRequest {
-  readonly id: string;
-  readonly modelName: string;
-  readonly modelVersion: number;
-  readonly parameters: Parameters;
-  readonly sequenceId: bigint | string;
-  readonly sequenceStart: boolean;
-  readonly sequenceEnd: boolean;
-  readonly priority: number;
-  readonly timeoutUs: number;
-  readonly composingStats: ComputeDurations | undefined;
-
-  constructor(
-    private readonly client: InferenceRequest,
-    readonly inputs: Tensor[],
-    readonly outputs: RequestedOutput[] | undefined,
-  ) {
-    this.id = client.id;
-    this.modelName = client.modelName;
-    this.modelVersion = client.modelVersion;
-    this.parameters = client.parameters;
-    this.sequenceId = client.sequenceId;
-    this.sequenceStart = client.sequenceStart;
-    this.sequenceEnd = client.sequenceEnd;
-    this.priority = client.priority;
-    this.timeoutUs = client.timeoutUs;
-    this.composingStats = client.composingStats;
-  }
-
-  get signal(): AbortSignal | undefined {
-    return this.client.signal;
-  }
-
-  get cancelled(): boolean {
-    return isCancelled(this.client);
-  }
-}
 
 /** A tensor of the same name, datatype and shape with every element zero (BYTES: empty). */
 function zeroLike(t: Tensor): Tensor {

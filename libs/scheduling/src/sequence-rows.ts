@@ -10,7 +10,8 @@ import type {
 } from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
 import type { SequenceControls } from './sequence-controls';
-import { paddingRequest, SequenceRowRequest } from './sequence-request';
+import { DerivedRequest } from './derived-request';
+import { paddingRequest } from './sequence-request';
 import type { ImplicitStates, StateValues } from './sequence-state';
 
 /** The implicit state held by one slot for the sequence that owns it. */
@@ -50,14 +51,14 @@ export class SequenceRows {
     this.controls.append(inputs, { start: client.sequenceStart, end: client.sequenceEnd, ready: true }, client.sequenceId);
     if (!this.states.any) {
       const sink = onDone === undefined ? item.sink : new RowSink(item.sink, onDone);
-      return { request: new SequenceRowRequest(client, inputs, client.outputs), sink, enqueuedAt: item.enqueuedAt };
+      return { request: new DerivedRequest(client, client.modelName, client.modelVersion, inputs, client.outputs), sink, enqueuedAt: item.enqueuedAt };
     }
     this.states.append(inputs, slot.values);
     const outputs = this.states.requestOutputs(client.outputs ?? this.allOutputs, (name) => ({ name }));
     const keep = client.outputs?.some((o) => this.states.outputNames.has(o.name)) ? new Set(client.outputs.map((o) => o.name)) : undefined;
     const capture = client.sequenceEnd ? undefined : slot;
     const sink = new StateSink(item.sink, this.states, capture, keep, onDone);
-    return { request: new SequenceRowRequest(client, inputs, outputs), sink, enqueuedAt: item.enqueuedAt };
+    return { request: new DerivedRequest(client, client.modelName, client.modelVersion, inputs, outputs), sink, enqueuedAt: item.enqueuedAt };
   }
 
   /** Whether `request`, queued in a slot whose state is `slot`, can share a batch with `row`'s states. */
