@@ -6,22 +6,17 @@ import { fromConfigType } from '@nereid/tensor';
 export interface ModelIo {
   inputs: Map<string, ModelInput>;
   outputs: Set<string>;
-  /** Names of sequence control inputs and state inputs: filled by the server, never by clients. */
-  serverInputs: Set<string>;
   required: string[];
 }
 
 export function modelIo(config: ModelConfig): ModelIo {
   const inputs = new Map<string, ModelInput>();
   for (const i of config.input ?? []) inputs.set(i.name ?? '', i);
-  const serverInputs = new Set<string>();
-  for (const c of config.sequence_batching?.control_input ?? []) serverInputs.add(c.name ?? '');
-  for (const s of config.sequence_batching?.state ?? []) serverInputs.add(s.input_name ?? '');
   // A state output is the client's to ask for only when `output` lists it too (Triton: for
   // debugging); the sequence batcher asks for the others itself, after validation.
   const outputs = new Set<string>((config.output ?? []).map((o) => o.name ?? ''));
   const required = (config.input ?? []).filter((i) => !i.optional).map((i) => i.name ?? '');
-  return { inputs, outputs, serverInputs, required };
+  return { inputs, outputs, required };
 }
 
 /** `got` from index `from` on against the config's dims (-1 matches any size). */
