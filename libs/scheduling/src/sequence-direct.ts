@@ -4,7 +4,7 @@ import { DeadlineTimer } from './deadline-timer';
 import { Deque } from './deque';
 import { GuardedSink } from './guarded-sink';
 import type { SequenceBatch, SequenceBatchContext } from './sequence-batch';
-import type { SequenceRows, SlotState } from './sequence-rows';
+import type { SlotState } from './sequence-rows';
 import { RELEASE, type QueuedRow, type SequenceKey, type SlotEntry } from './sequence-slots';
 
 /**
