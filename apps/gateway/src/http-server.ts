@@ -47,25 +47,11 @@ class TritonFastifyAdapter extends FastifyAdapter {
   }
 }
 
-/** Triton's answer to a restricted API called without its header. */
-function refuseRestricted(req: http.IncomingMessage, res: http.ServerResponse, header: string): void {
-  const text = JSON.stringify({ error: `This API is restricted, expecting header '${header}'` });
+/** A refusal at the gate (restricted API, bearer token): the body is drained, the error sent as JSON. */
+function refuse(req: http.IncomingMessage, res: http.ServerResponse, status: number, message: string, extra?: http.OutgoingHttpHeaders): void {
+  const text = JSON.stringify({ error: message });
   req.resume();
-  res.writeHead(403, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), [NOSNIFF_NAME]: NOSNIFF_VALUE });
-  res.end(text);
-}
-
-/** A bearer-token refusal: 401 without a valid token, 403 when the token does not open the group. */
-function refuseToken(req: http.IncomingMessage, res: http.ServerResponse, verdict: 'unauthenticated' | 'forbidden'): void {
-  const unauthenticated = verdict === 'unauthenticated';
-  const text = JSON.stringify({ error: unauthenticated ? 'This API requires a valid bearer token' : 'This token does not open this API' });
-  req.resume();
-  res.writeHead(unauthenticated ? 401 : 403, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    [NOSNIFF_NAME]: NOSNIFF_VALUE,
-    ...(unauthenticated ? { 'www-authenticate': 'Bearer' } : {}),
-  });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), [NOSNIFF_NAME]: NOSNIFF_VALUE, ...extra });
   res.end(text);
 }
 
@@ -99,9 +85,14 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
         if (guard.active || tokens) {
           const group = httpGroupOf(req.url ?? '');
           const missing = guard.missingHeader(group, (h) => headerOf(req, h));
-          if (missing !== undefined) return refuseRestricted(req, res, missing);
+          // Triton's answer to a restricted API called without its header.
+          if (missing !== undefined) return refuse(req, res, 403, `This API is restricted, expecting header '${missing}'`);
+          // A bearer-token refusal: 401 without a valid token, 403 when the token does not open the group.
           const verdict = tokens?.check(group, headerOf(req, 'authorization'));
-          if (verdict === 'unauthenticated' || verdict === 'forbidden') return refuseToken(req, res, verdict);
+          if (verdict === 'unauthenticated') {
+            return refuse(req, res, 401, 'This API requires a valid bearer token', { 'www-authenticate': 'Bearer' });
+          }
+          if (verdict === 'forbidden') return refuse(req, res, 403, 'This token does not open this API');
         }
         if (req.method === 'POST') {
           const target = matchInferPath(req.url ?? '');
