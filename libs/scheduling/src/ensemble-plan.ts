@@ -1,4 +1,5 @@
 import type { ModelConfig } from '@nereid/model-config';
+import type { RequestedOutput } from '@nereid/protocol';
 
 /** One step of an ensemble, in the terms the dataflow needs. */
 export interface PlannedStep {
@@ -12,8 +13,8 @@ export interface PlannedStep {
   outputs: Map<string, string>;
   /** The ensemble tensors the step reads, each once. */
   reads: string[];
-  /** The model outputs the step's request asks for. */
-  outputNames: string[];
+  /** The model outputs the step's request asks for (shared by every request of the step: read-only). */
+  requestedOutputs: RequestedOutput[];
 }
 
 /**
@@ -50,7 +51,7 @@ export function planEnsemble(config: ModelConfig): EnsemblePlan {
       inputs,
       outputs,
       reads: [...new Set(inputs.map(([, tensor]) => tensor))],
-      outputNames: [...outputs.keys()],
+      requestedOutputs: [...outputs.keys()].map((name) => ({ name })),
     };
   });
   const consumers = new Map<string, PlannedStep[]>();

@@ -130,7 +130,7 @@ export class EnsembleRun {
     for (const tensor of step.reads) this.taken(tensor, k);
     this.running++;
     this.unreported++;
-    this.services.inferStep(new DerivedRequest(parent, step.modelName, step.modelVersion, inputs, step.outputNames.map((name) => ({ name }))), {
+    this.services.inferStep(new DerivedRequest(parent, step.modelName, step.modelVersion, inputs, step.requestedOutputs), {
       send: (response, final) => this.onStepResponse(step, batch, response, final),
       fail: (error) => this.fail(error),
       executed: (stats) => this.onStepExecuted(stats),
