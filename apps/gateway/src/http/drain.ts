@@ -8,6 +8,15 @@ import type { Server, ServerResponse } from 'node:http';
 export class HttpDrain {
   private draining = false;
   private readonly open = new Set<ServerResponse>();
+  /** One listener for every response ('close' fires once, with the response as `this`): no closure per request. */
+  private readonly forget: (this: ServerResponse) => void;
+
+  constructor() {
+    const open = this.open;
+    this.forget = function (this: ServerResponse) {
+      open.delete(this);
+    };
+  }
 
   /** Called for every request as it arrives. */
   track(res: ServerResponse): void {
@@ -16,7 +25,7 @@ export class HttpDrain {
       return;
     }
     this.open.add(res);
-    res.once('close', () => this.open.delete(res));
+    res.on('close', this.forget);
   }
 
   /** Marks the responses in flight, and every later one, as the last of their connection. */
