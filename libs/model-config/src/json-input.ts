@@ -1,7 +1,7 @@
-import { InferenceError } from '@nereid/protocol';
+import { InferenceError, setOwn } from '@nereid/protocol';
 import { getEnum, getMessage, MODEL_CONFIG_MESSAGE, PROTO_PACKAGE, type FieldDescriptor, type MessageDescriptor, type ScalarType } from './schema';
 import type { ModelConfig } from './types';
-import { isPlainObject, setOwn, type JsonObject } from './values';
+import { isPlainObject, type JsonObject } from './values';
 
 const INT_RANGES: Record<string, [bigint, bigint]> = {
   int32: [-(2n ** 31n), 2n ** 31n - 1n],

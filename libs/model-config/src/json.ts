@@ -2,9 +2,10 @@
  * Triton's JSON form of ModelConfig (`GET .../config`) and its reverse for the load API's `config`
  * override. See http-protocol.md §5 and model-config.md §13.
  */
+import { setOwn } from '@nereid/protocol';
 import { getEnum, getMessage, MODEL_CONFIG_MESSAGE, type FieldDescriptor, type MessageDescriptor } from './schema';
 import type { ModelConfig } from './types';
-import { defaultValueOf, isPlainObject, setOwn, type JsonObject } from './values';
+import { defaultValueOf, isPlainObject, type JsonObject } from './values';
 
 export { modelConfigFromJson } from './json-input';
 

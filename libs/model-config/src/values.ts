@@ -4,9 +4,6 @@ import { getEnum, type FieldDescriptor } from './schema';
 /** A message in its JSON form. */
 export type JsonObject = Record<string, unknown>;
 
-/** Map keys come from users: written with the shared own-property setter (`__proto__` included). */
-export { setOwn };
-
 /** Default value of one (non-repeated) value of `field`'s type: `{}`, first enum name, `""`, `false`, `0`. */
 export function defaultValueOf(field: Pick<FieldDescriptor, 'kind' | 'scalar' | 'ref'>): unknown {
   if (field.kind === 'message') return {};

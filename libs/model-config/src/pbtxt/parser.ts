@@ -1,7 +1,7 @@
-import { InferenceError } from '@nereid/protocol';
+import { InferenceError, setOwn } from '@nereid/protocol';
 import { getMessage, mapEntryMessage, MODEL_CONFIG_MESSAGE, PROTO_PACKAGE, type FieldDescriptor, type MessageDescriptor } from '../schema';
 import type { ModelConfig } from '../types';
-import { defaultValueOf, setOwn, type JsonObject } from '../values';
+import { defaultValueOf, type JsonObject } from '../values';
 import { parseScalarValue } from './scalars';
 import { PbtxtSyntaxError, Tokenizer, type Token } from './tokenizer';
 
