@@ -1,15 +1,11 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { InferenceCore, LoadOptions } from '@nereid/core';
-import { InferenceError } from '@nereid/protocol';
+import { GrpcRequestErrors, InferenceError } from '@nereid/protocol';
 import { unary } from './unary';
 import type { WireRepositoryIndexRequest, WireRepositoryModelRequest, WireRepositoryParameter } from './wire-types';
 
 function checkRepositoryName(name: string): void {
   if (name !== '') throw InferenceError.unsupported("'repository_name' specification is not supported");
-}
-
-function wrongType(key: string, expected: string): InferenceError {
-  return InferenceError.invalidArg(`invalid value type for '${key}' parameter, expected ${expected}.`);
 }
 
 function wrongLoadType(key: string, expected: string): InferenceError {
@@ -41,7 +37,7 @@ export function loadOptionsOf(params: Record<string, WireRepositoryParameter>): 
 export function unloadDependentsOf(params: Record<string, WireRepositoryParameter>): boolean {
   const p = params.unload_dependents;
   if (p === undefined) return false;
-  if (p.parameter_choice !== 'bool_param') throw wrongType('unload_dependents', 'bool_param');
+  if (p.parameter_choice !== 'bool_param') throw GrpcRequestErrors.parameterType('unload_dependents', 'bool_param');
   return p.bool_param ?? false;
 }
 

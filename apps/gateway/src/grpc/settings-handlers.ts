@@ -1,6 +1,6 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { InferenceCore, LogSettings, TraceSettings } from '@nereid/core';
-import { InferenceError, setOwn } from '@nereid/protocol';
+import { GrpcRequestErrors, setOwn } from '@nereid/protocol';
 import { unary } from './unary';
 import type { WireLogSettingValue, WireLogSettingsRequest, WireTraceSettingRequest } from './wire-types';
 
@@ -30,9 +30,7 @@ export function logUpdateOf(settings: Record<string, WireLogSettingValue>): Part
     const v = settings[key];
     if (!isLogKey(key) || v.parameter_choice === undefined) continue;
     const expected = LOG_KEY_TYPES[key];
-    if (v.parameter_choice !== expected) {
-      throw InferenceError.invalidArg(`invalid value type for '${key}' parameter, expected ${expected}.`);
-    }
+    if (v.parameter_choice !== expected) throw GrpcRequestErrors.parameterType(key, expected);
     update[key] = v[expected];
     any = true;
   }
