@@ -1,6 +1,6 @@
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, type ExecutionItem } from '@nereid/protocol';
-import { createScheduler, SequenceBatchScheduler, type EnsembleServices, type Scheduler } from '@nereid/scheduling';
+import { createScheduler, type EnsembleServices, type Scheduler } from '@nereid/scheduling';
 import type { BatchReport, ModelKey, SchedulerChannel, WorkerCapacity, WorkerChannel } from '@nereid/transport';
 
 /** What the schedulers need from the rest of the server: ensembles send their steps back into it. */
@@ -60,7 +60,7 @@ export class SchedulerHost implements SchedulerChannel {
   /** Slots owned by a sequence, per loaded sequence-batched model version (diagnostics, tests). */
   sequenceSlotsInUse(): Map<ModelKey, number> {
     const inUse = new Map<ModelKey, number>();
-    for (const [key, s] of this.schedulers) if (s instanceof SequenceBatchScheduler) inUse.set(key, s.sequenceSlotsInUse);
+    for (const [key, s] of this.schedulers) if (s.sequenceSlotsInUse !== undefined) inUse.set(key, s.sequenceSlotsInUse);
     return inUse;
   }
 
