@@ -1,5 +1,6 @@
 import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
-import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings } from '@nereid/core';
+import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
+import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
 import { startMetricsServer } from '@nereid/metrics';
 import { SchedulerHost } from '@nereid/scheduler';
@@ -9,6 +10,23 @@ import { defaultServeOptions, type ServeOptions } from './cli-options';
 import { ServerLogger } from './logger';
 import { startPolling } from './poller';
 import { loadStartupModels } from './startup';
+
+/** An ensemble step's answers, from the core back to the ensemble's sink: one object per step. */
+class StepObserver implements ResponseObserver {
+  constructor(private readonly sink: ResponseSink) {}
+
+  onResponse(response: InferenceResponse | undefined, final: boolean): void {
+    this.sink.send(response, final);
+  }
+
+  onError(error: InferenceError): void {
+    this.sink.fail(error);
+  }
+
+  onExecuted(stats: ExecutionStats): void {
+    this.sink.executed?.(stats);
+  }
+}
 
 export interface RunningNereid {
   httpPort: number;
