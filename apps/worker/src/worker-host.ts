@@ -99,8 +99,7 @@ export class WorkerHost implements WorkerChannel {
         batchSize += batched ? (item.request.inputs[0]?.shape[0] ?? 1) : 1;
         requestCount++;
       }
-      const compute = { inputNs: stats.inputNs, inferNs: stats.inferNs, outputNs: stats.outputNs };
-      this.services.onBatch({ key, batchSize, requestCount, compute });
+      this.services.onBatch({ key, batchSize, requestCount, compute: stats });
     };
     // A promise chain rather than an async function (one microtask fewer per batch).
     let run: Promise<void>;
