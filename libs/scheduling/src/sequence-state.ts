@@ -40,9 +40,9 @@ export class ImplicitStates {
   /** Names of the state outputs. */
   readonly outputNames: ReadonlySet<string>;
 
-  /** Reads the initial state data files under `<modelDir>/initial_state/`; throws INVALID_ARG. */
   private readonly batching: boolean;
 
+  /** Reads the initial state data files under `<modelDir>/initial_state/`; throws INVALID_ARG. */
   constructor(config: ModelConfig, modelDir: string | undefined) {
     const batching = (config.max_batch_size ?? 0) > 0;
     this.batching = batching;
