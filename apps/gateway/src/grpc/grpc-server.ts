@@ -1,4 +1,4 @@
-import { Server, ServerCredentials, ServerInterceptingCall, status, type ChannelOptions, type ServerInterceptor } from '@grpc/grpc-js';
+import { Server, ServerCredentials, ServerInterceptingCall, status, type ChannelOptions, type Metadata, type ServerInterceptor } from '@grpc/grpc-js';
 import type { InferenceCore } from '@nereid/core';
 import { grpcGroupOf } from '../api-groups';
 import type { TokenStore } from '../auth-tokens';
@@ -88,6 +88,12 @@ export function channelOptionsOf(options: GrpcServerOptions): ChannelOptions {
   return out;
 }
 
+/** The metadata value of `key` when it is sent once, as text; else undefined. */
+function singleValue(metadata: Metadata, key: string): string | undefined {
+  const values = metadata.get(key);
+  return values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
+}
+
 /** Triton's prefix of a restricted protocol's metadata key. */
 export const RESTRICTED_PROTOCOL_PREFIX = 'triton-grpc-protocol-';
 
@@ -104,15 +110,11 @@ export function restrictionInterceptor(restrictions: readonly Restriction[], tok
       start: (next) =>
         next({
           onReceiveMetadata: (metadata, nextMetadata) => {
-            const missing = guard.missingHeader(group, (key) => {
-              const values = metadata.get(key);
-              return values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;
-            });
+            const missing = guard.missingHeader(group, (key) => singleValue(metadata, key));
             if (missing !== undefined) {
               return call.sendStatus({ code: status.UNAVAILABLE, details: `This protocol is restricted, expecting header '${missing}'` });
             }
-            const auth = metadata.get('authorization');
-            const verdict = tokens?.check(group, auth.length === 1 && typeof auth[0] === 'string' ? auth[0] : undefined);
+            const verdict = tokens?.check(group, singleValue(metadata, 'authorization'));
             if (verdict === 'unauthenticated') return call.sendStatus({ code: status.UNAUTHENTICATED, details: 'This protocol requires a valid bearer token' });
             if (verdict === 'forbidden') return call.sendStatus({ code: status.PERMISSION_DENIED, details: 'This token does not open this protocol' });
             nextMetadata(metadata);
