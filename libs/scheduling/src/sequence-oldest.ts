@@ -18,6 +18,8 @@ export class OldestSequenceBatch implements SequenceBatch {
   private readonly queues: Deque<SlotEntry>[];
   private readonly inFlight: boolean[];
   private readonly states: SlotState[];
+  /** Per slot: its request is complete, the slot's next one may go (built once, not per request). */
+  private readonly onDone: (() => void)[];
   private readonly batcher: DynamicBatchScheduler;
   private markers = 0;
 
@@ -30,6 +32,7 @@ export class OldestSequenceBatch implements SequenceBatch {
     this.queues = Array.from({ length: slotCount }, () => new Deque<SlotEntry>());
     this.inFlight = new Array<boolean>(slotCount).fill(false);
     this.states = Array.from({ length: slotCount }, () => ({ values: undefined }));
+    this.onDone = Array.from({ length: slotCount }, (_v, slot) => () => this.next(slot));
     const oldest = config.sequence_batching?.oldest ?? {};
     const batching: ModelConfig = {
       name: config.name,
@@ -96,7 +99,7 @@ export class OldestSequenceBatch implements SequenceBatch {
       } else if (front !== undefined) {
         q.shift();
         release = front.item.request.sequenceEnd;
-        issue = this.ctx.rows.row(front.item, this.states[slot], () => this.completed(slot));
+        issue = this.ctx.rows.row(front.item, this.states[slot], this.onDone[slot]);
         this.inFlight[slot] = true;
       }
       let again = false;
@@ -110,9 +113,5 @@ export class OldestSequenceBatch implements SequenceBatch {
       if (!again) break;
     }
     this.ctx.changed();
-  }
-
-  private completed(slot: number): void {
-    this.next(slot);
   }
 }
