@@ -9,9 +9,6 @@ import type { Clock } from './types';
 /** A correlation id as a map key: a UINT64 id (bigint) and a STRING id never collide. */
 export type SequenceKey = bigint | string;
 
-export type { SlotRef } from './slot-heap';
-
-
 /** A client request waiting in a slot or in the backlog. */
 export interface QueuedRow {
   item: ExecutionItem;
