@@ -95,13 +95,13 @@ function singleValue(metadata: Metadata, key: string): string | undefined {
 }
 
 /** Triton's prefix of a restricted protocol's metadata key. */
-export const RESTRICTED_PROTOCOL_PREFIX = 'triton-grpc-protocol-';
+const RESTRICTED_PROTOCOL_PREFIX = 'triton-grpc-protocol-';
 
 /**
  * The one gate of --grpc-restricted-protocol: a call of a restricted group without its metadata
  * ends with Triton's UNAVAILABLE before any handler sees it.
  */
-export function restrictionInterceptor(restrictions: readonly Restriction[], tokens?: TokenStore): ServerInterceptor | undefined {
+function restrictionInterceptor(restrictions: readonly Restriction[], tokens?: TokenStore): ServerInterceptor | undefined {
   const guard = new ApiGuard(restrictions, RESTRICTED_PROTOCOL_PREFIX);
   if (!guard.active && !tokens) return undefined;
   return (method, call) => {

@@ -5,7 +5,7 @@ import type { Server, ServerResponse } from 'node:http';
  * headers yet (the requests in flight, and any that arrive later on an open keep-alive connection)
  * carries `Connection: close`, so Node closes each connection right after its current answer.
  */
-export class HttpDrain {
+class HttpDrain {
   private draining = false;
   private readonly open = new Set<ServerResponse>();
   /** One listener for every response ('close' fires once, with the response as `this`): no closure per request. */
