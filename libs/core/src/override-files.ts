@@ -6,7 +6,7 @@ import { hasControlCharacters, InferenceError } from '@nereid/protocol';
 import type { ModelLocation } from '@nereid/repository';
 
 /** Prefix of the load parameters that carry a file of an override model folder. */
-export const FILE_PARAMETER_PREFIX = 'file:';
+const FILE_PARAMETER_PREFIX = 'file:';
 
 const TEMP_PREFIX = 'nereid-override-';
 

@@ -22,7 +22,7 @@ export function requestPrefix(id: string): string {
 }
 
 /** Triton's `DimsListToString`: `[1,16]`. */
-export function dimsToString(dims: readonly (number | bigint | string)[]): string {
+function dimsToString(dims: readonly (number | bigint | string)[]): string {
   return `[${dims.join(',')}]`;
 }
 
