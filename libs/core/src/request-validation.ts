@@ -28,25 +28,24 @@ function dimsMatch(expected: readonly number[], got: readonly number[], from: nu
   return true;
 }
 
-/** Duplicate input or requested-output names (Triton refuses them as they are added). */
-function checkDuplicates(request: InferenceRequest): void {
-  const inputs = request.inputs;
-  // Requests usually carry a handful of inputs: a scan costs less than a Set per request.
-  const seen = inputs.length > 16 ? new Set<string>() : undefined;
-  for (let k = 0; k < inputs.length; k++) {
-    const name = inputs[k].name;
-    if (seen ? seen.has(name) : inputs.findIndex((u) => u.name === name) < k) {
-      throw Errors.inputAlreadyExists(request.id, name);
-    }
+/** The first name of `items` that an earlier item already has; undefined when all differ. */
+function firstDuplicate(items: readonly { name: string }[]): string | undefined {
+  // Requests usually carry a handful of tensors: a scan costs less than a Set per request.
+  const seen = items.length > 16 ? new Set<string>() : undefined;
+  for (let k = 0; k < items.length; k++) {
+    const name = items[k].name;
+    if (seen ? seen.has(name) : items.findIndex((u) => u.name === name) < k) return name;
     seen?.add(name);
   }
-  const outputs = request.outputs;
-  if (!outputs || outputs.length < 2) return;
-  const names = new Set<string>();
-  for (const o of outputs) {
-    if (names.has(o.name)) throw Errors.outputAlreadyExists(request.id, o.name);
-    names.add(o.name);
-  }
+  return undefined;
+}
+
+/** Duplicate input or requested-output names (Triton refuses them as they are added). */
+function checkDuplicates(request: InferenceRequest): void {
+  const input = firstDuplicate(request.inputs);
+  if (input !== undefined) throw Errors.inputAlreadyExists(request.id, input);
+  const output = request.outputs ? firstDuplicate(request.outputs) : undefined;
+  if (output !== undefined) throw Errors.outputAlreadyExists(request.id, output);
 }
 
 /** Too many inputs, or a required one missing: Triton's count message, whichever the cause. */
