@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import type { ModelConfig } from '@nereid/model-config';
 import { bf16ArrayToFloat32 } from '@nereid/tensor';
 import { aliasOf, ONNX_BFLOAT16, wrapBf16Io } from './bf16-graph';
-import { readOnnxModelInfo, type OnnxValueInfo } from './onnx-model-info';
+import { readOnnxModelInfo, type OnnxModelInfo, type OnnxValueInfo } from './onnx-model-info';
 import type { RunTensor } from './messages';
 import type { RunOptions, SessionInput, SessionRunner } from './session-runner';
 
@@ -75,13 +75,18 @@ export interface SessionSource {
 /**
  * The model file as it is, or, when the (completed) config gives the model BF16 inputs or outputs,
  * its bytes with those carried as FLOAT (bf16-graph.ts) and a runner that maps them back. Only
- * such models are read here: for the others onnxruntime reads the file itself.
+ * such models are rewritten: for the others onnxruntime reads the file itself. `read`: the file's
+ * bytes and graph when the caller has them already (read here otherwise).
  */
-export async function sessionSourceOf(config: ModelConfig, file: string): Promise<SessionSource> {
+export async function sessionSourceOf(
+  config: ModelConfig,
+  file: string,
+  read?: { bytes: Uint8Array; info: OnnxModelInfo },
+): Promise<SessionSource> {
   const declared = [...(config.input ?? []), ...(config.output ?? [])].some((t) => t.data_type === 'TYPE_BF16');
   if (!declared) return { model: file, wrap: (r) => r };
-  const bytes = await fs.readFile(file);
-  const info = readOnnxModelInfo(bytes);
+  const bytes = read?.bytes ?? (await fs.readFile(file));
+  const info = read?.info ?? readOnnxModelInfo(bytes);
   const bf16 = (values: readonly OnnxValueInfo[]): string[] =>
     values.filter((v) => v.isTensor && v.elemType === ONNX_BFLOAT16).map((v) => v.name);
   const inputs = bf16(info.inputs);

@@ -52,13 +52,13 @@ export class OnnxRuntimeBackend implements Backend {
     const file = await resolveModelFile(config, ctx.versionDir);
     const options = sessionOptionsFor(config, ctx.instance);
     let thread = sessionThreadOf(config);
-    await checkConfigAgainstFile(config, ctx, file);
+    const read = await checkConfigAgainstFile(config, ctx, file);
     // A model light enough for the event loop gains nothing from a thread pool, only wake-ups.
     const inlineOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, ...options };
     let runner: SessionRunner;
     try {
       // The file, or the model rewritten for its BF16 inputs and outputs (bf16-graph.ts).
-      const source = await sessionSourceOf(config, file);
+      const source = await sessionSourceOf(config, file, read);
       if (thread === 'auto') {
         // Probe on the event loop; a model too heavy for it moves to a worker thread.
         const inline = source.wrap(await InlineSessionRunner.open(source.model, inlineOptions));
@@ -99,16 +99,24 @@ async function resolveModelFile(config: ModelConfig, versionDir: string): Promis
 
 /**
  * The config against the graph of the model file (config-check.ts), before a session is opened.
- * A file that is not readable as ONNX here is left for onnxruntime to report when it opens it.
+ * A file that is not readable as ONNX here is left for onnxruntime to report when it opens it
+ * (undefined). Returns the bytes and graph read, for the BF16 rewrite (sessionSourceOf).
  */
-async function checkConfigAgainstFile(config: ModelConfig, ctx: LoadContext, file: string): Promise<void> {
+async function checkConfigAgainstFile(
+  config: ModelConfig,
+  ctx: LoadContext,
+  file: string,
+): Promise<{ bytes: Uint8Array; info: OnnxModelInfo } | undefined> {
+  let bytes: Uint8Array;
   let info: OnnxModelInfo;
   try {
-    info = readOnnxModelInfo(await fs.readFile(file));
+    bytes = await fs.readFile(file);
+    info = readOnnxModelInfo(bytes);
   } catch {
-    return;
+    return undefined;
   }
   checkConfigAgainstOnnx(config, info, path.join(String(ctx.version), path.relative(ctx.versionDir, file)));
+  return { bytes, info };
 }
 
 /**
