@@ -160,9 +160,11 @@ export class DirectSequenceBatch implements SequenceBatch {
     const real: GuardedSink[] = [];
     const items = rows.map((r) => {
       if (r === undefined) return this.ctx.rows.padding(template);
+      // The row is this batcher's own object (SequenceRows.row): guarded in place, not copied.
       const sink = new GuardedSink(r.sink);
       real.push(sink);
-      return { ...r, sink };
+      r.sink = sink;
+      return r;
     });
     this.busy = true;
     this.running = real.length;
