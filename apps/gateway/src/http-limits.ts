@@ -8,12 +8,22 @@ export interface HttpLimits {
   headerTimeoutSecs: number;
   /** `--http-max-connections`: connections beyond it are closed as they arrive (0 = no limit). */
   maxConnections: number;
+  /**
+   * Pipelined requests of one connection started and not answered yet; a connection with more
+   * stops being read until an answer is written (http/pipelining.ts).
+   */
+  maxUnansweredPerConnection: number;
 }
 
-export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = { requestTimeoutSecs: 60, headerTimeoutSecs: 30, maxConnections: 4096 };
+export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
+  requestTimeoutSecs: 60,
+  headerTimeoutSecs: 30,
+  maxConnections: 4096,
+  maxUnansweredPerConnection: 16,
+};
 
 /** Node's options for the limits. Node allows no header timeout above the request timeout. */
-export function serverOptionsFor(limits: HttpLimits): http.ServerOptions {
+export function serverOptionsFor(limits: Pick<HttpLimits, 'requestTimeoutSecs' | 'headerTimeoutSecs'>): http.ServerOptions {
   const requestTimeout = limits.requestTimeoutSecs * 1000;
   let headersTimeout = limits.headerTimeoutSecs * 1000;
   if (requestTimeout > 0 && (headersTimeout === 0 || headersTimeout > requestTimeout)) headersTimeout = requestTimeout;

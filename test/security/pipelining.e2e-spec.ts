@@ -1,0 +1,111 @@
+import * as net from 'node:net';
+import { getJson, makeRepository, startTestServer } from '../helpers/server';
+
+type Server = Awaited<ReturnType<typeof startTestServer>>;
+
+const body = JSON.stringify({
+  inputs: [
+    { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, (_, i) => i) },
+    { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, () => 1) },
+  ],
+});
+const requestWith = (text: string): string =>
+  `POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${text.length}\r\n\r\n${text}`;
+const inferRequest = requestWith(body);
+
+function connect(port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** Everything the server writes until it closes the connection (or `until` matches). */
+function readAll(socket: net.Socket, until?: (text: string) => boolean): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    socket.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      if (until?.(text)) resolve(text);
+    });
+    socket.on('close', () => resolve(text));
+    socket.on('error', () => undefined);
+  });
+}
+
+const statusLines = (text: string): string[] => text.match(/HTTP\/1\.1 \d{3}/g) ?? [];
+
+async function successCount(server: Server): Promise<number> {
+  const { body: stats } = (await getJson(`${server.http}/v2/models/simple/stats`)) as { body: { model_stats: { inference_stats: { success: { count: number } } }[] } };
+  return stats.model_stats[0].inference_stats.success.count;
+}
+
+describe('HTTP pipelining (issue 16, attack 1)', () => {
+  let server: Server;
+
+  beforeAll(async () => {
+    server = await startTestServer({ modelRepositories: [makeRepository({ simple: 'models/simple' })], allowMetrics: false });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('answers 40 pipelined requests, each once and in order', async () => {
+    const socket = await connect(server.httpPort);
+    const requests = Array.from({ length: 40 }, (_, i) => requestWith(body.replace('"inputs"', `"id":"r${i}","inputs"`)));
+    const answers = readAll(socket, (t) => (t.match(/"model_name"/g) ?? []).length === 40);
+    socket.write(requests.join(''));
+    const text = await answers;
+    socket.destroy();
+    expect(statusLines(text)).toEqual(Array(40).fill('HTTP/1.1 200'));
+    expect(text.match(/"id":"r\d+"/g)).toEqual(requests.map((_, i) => `"id":"r${i}"`));
+  });
+
+  it('answers valid pipelined requests followed by a malformed one: every request its own answer, in order', async () => {
+    const socket = await connect(server.httpPort);
+    const answers = readAll(socket);
+    socket.write(inferRequest.repeat(3) + 'NOT HTTP AT ALL\r\n\r\n');
+    const text = await answers;
+    expect(statusLines(text)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 400']);
+    expect(text.endsWith('{"error":"Bad Request"}')).toBe(true);
+  });
+
+  it('stalls only a client that pipelines without reading: others are served, and at once after it leaves', async () => {
+    const before = await successCount(server);
+    const flooder = await connect(server.httpPort);
+    flooder.pause();
+    flooder.on('error', () => undefined);
+    const chunk = Buffer.from(inferRequest.repeat(200));
+    let written = 0;
+    const deadline = Date.now() + 2000;
+    // Write whenever the socket takes more, for 2 s (the attack took in 128 MB in 5 s before the bound).
+    await new Promise<void>((resolve) => {
+      const pump = (): void => {
+        while (Date.now() < deadline) {
+          written += chunk.length;
+          if (!flooder.write(chunk)) return void flooder.once('drain', pump);
+        }
+        resolve();
+      };
+      pump();
+      setTimeout(resolve, 2200);
+    });
+    // Meanwhile a well-behaved client is answered.
+    const t0 = Date.now();
+    const live = await fetch(`${server.http}/v2/health/live`);
+    expect(live.status).toBe(200);
+    const infer = await fetch(`${server.http}/v2/models/simple/infer`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    expect(infer.status).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    const served = (await successCount(server)) - before;
+    flooder.destroy();
+    // What the flooder got in is bounded by the socket buffers, not by its write rate.
+    expect(written).toBeLessThan(16 * 1024 * 1024);
+    expect(served).toBeLessThan(10_000);
+    const t1 = Date.now();
+    expect((await fetch(`${server.http}/v2/health/live`)).status).toBe(200);
+    expect(Date.now() - t1).toBeLessThan(500);
+  });
+});
