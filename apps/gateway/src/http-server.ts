@@ -9,6 +9,7 @@ import { drainingClose } from './http/drain';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
+import { PipelineBound } from './http/pipelining';
 import { httpGroupOf } from './api-groups';
 import { ApiGuard } from './restrictions';
 import { DEFAULT_HTTP_LIMITS, serverOptionsFor, type HttpLimits } from './http-limits';
@@ -72,39 +73,47 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   const guard = new ApiGuard(options.restrictedApis);
   const tokens = options.authTokens;
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
+  let nestHandler: http.RequestListener | undefined;
+  // POST .../infer takes the lean path; everything else goes through Nest's router.
+  const dispatch = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    // The one gate of --http-restricted-api, before both the fast path and Nest's routes.
+    if (guard.active || tokens) {
+      const group = httpGroupOf(req.url ?? '');
+      const missing = guard.missingHeader(group, (h) => headerOf(req, h));
+      // Triton's answer to a restricted API called without its header.
+      if (missing !== undefined) return refuse(req, res, 403, `This API is restricted, expecting header '${missing}'`);
+      // A bearer-token refusal: 401 without a valid token, 403 when the token does not open the group.
+      const verdict = tokens?.check(group, headerOf(req, 'authorization'));
+      if (verdict === 'unauthenticated') {
+        return refuse(req, res, 401, 'This API requires a valid bearer token', { 'www-authenticate': 'Bearer' });
+      }
+      if (verdict === 'forbidden') return refuse(req, res, 403, 'This token does not open this API');
+    }
+    if (req.method === 'POST') {
+      const target = matchInferPath(req.url ?? '');
+      if (target) {
+        // The fast path writes the nosniff header in its own writeHead calls.
+        fastPath.handle(req, res, target[0], target[1]);
+        return;
+      }
+    }
+    res.setHeader(NOSNIFF_NAME, NOSNIFF_VALUE);
+    nestHandler!(req, res);
+  };
+  // Every request passes the pipelining bound first: a client that does not read stalls only itself.
+  const pipeline = new PipelineBound(dispatch, limits.maxUnansweredPerConnection);
   const adapter = new TritonFastifyAdapter({
     bodyLimit: options.maxInputSize,
     logger: false,
     // While closing, requests on open keep-alive connections are answered (drainingClose), not 503.
     return503OnClosing: false,
     routerOptions: { maxParamLength: 1000 },
-    // POST .../infer takes the lean path; everything else goes through Nest's router.
-    serverFactory: (handler: http.RequestListener) =>
-      http.createServer(serverOptionsFor(limits), (req, res) => {
-        // The one gate of --http-restricted-api, before both the fast path and Nest's routes.
-        if (guard.active || tokens) {
-          const group = httpGroupOf(req.url ?? '');
-          const missing = guard.missingHeader(group, (h) => headerOf(req, h));
-          // Triton's answer to a restricted API called without its header.
-          if (missing !== undefined) return refuse(req, res, 403, `This API is restricted, expecting header '${missing}'`);
-          // A bearer-token refusal: 401 without a valid token, 403 when the token does not open the group.
-          const verdict = tokens?.check(group, headerOf(req, 'authorization'));
-          if (verdict === 'unauthenticated') {
-            return refuse(req, res, 401, 'This API requires a valid bearer token', { 'www-authenticate': 'Bearer' });
-          }
-          if (verdict === 'forbidden') return refuse(req, res, 403, 'This token does not open this API');
-        }
-        if (req.method === 'POST') {
-          const target = matchInferPath(req.url ?? '');
-          if (target) {
-            // The fast path writes the nosniff header in its own writeHead calls.
-            fastPath.handle(req, res, target[0], target[1]);
-            return;
-          }
-        }
-        res.setHeader(NOSNIFF_NAME, NOSNIFF_VALUE);
-        handler(req, res);
-      }),
+    // A malformed request is answered after the pipelined requests before it.
+    clientErrorHandler: pipeline.clientError,
+    serverFactory: (handler: http.RequestListener) => {
+      nestHandler = handler;
+      return http.createServer(serverOptionsFor(limits), pipeline.admit);
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(GatewayModule.register(core, options), adapter, {
     logger: false,
