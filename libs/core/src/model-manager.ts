@@ -3,12 +3,18 @@ import type { BackendRegistry } from '@nereid/backends';
 import { checkModelName, ENSEMBLE_PLATFORM, resolveInside, type ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError } from '@nereid/protocol';
 import { fingerprint, listVersions, scanRepositories, selectVersions, versionDir, type ModelLocation } from '@nereid/repository';
+import type { StatsObserver } from '@nereid/metrics';
 import type { SchedulerChannel, WorkerChannel } from '@nereid/transport';
 import { completeModelConfig, type ConfigOptions } from './config-pipeline';
 import type { LoadOptions, ModelState, RepositoryIndexEntry } from './core';
+import { LifecycleEvents, type LifecycleListener, type LifecycleState } from './lifecycle';
+import { sharedFingerprint, versionSource } from './lifecycle-sources';
 import { hideOverrideFolder, removeOverrideFolder, writeOverrideFolder } from './override-files';
 import { modelIo, type ModelIo } from './request-validation';
 import { ModelStatsRecorder } from './statistics';
+import { buildWarmupSamples, runWarmup } from './warmup';
+
+export type { LifecycleEvent, LifecycleListener, LifecycleState } from './lifecycle';
 
 /** One loaded (or attempted) version of a model. */
 export interface VersionEntry {
@@ -30,6 +36,12 @@ export interface VersionRuntime {
   loadSecs: number;
   /** The override folder (load with `file:` parameters) this version runs from; deleted once no version uses it. */
   overrideRoot?: string;
+  /**
+   * What this runtime was loaded from (its config, the model folder's shared files, its version
+   * folder's files); a reload whose version has the same source keeps the runtime. Absent for
+   * loads with overrides (always reloaded).
+   */
+  source?: string;
 }
 
 export interface ModelEntry {
@@ -38,6 +50,11 @@ export interface ModelEntry {
   /** Error that kept any version from loading (config errors, duplicates). */
   error?: string;
   fingerprint?: string;
+  /**
+   * Fingerprint of the model folder at the last load attempt, whatever its outcome: poll mode
+   * tries a model again only once its files differ from this.
+   */
+  attempted?: string;
   overridden?: boolean;
   /** Models loaded because this one (an ensemble) needs them. */
   dependents?: string[];
@@ -45,8 +62,12 @@ export interface ModelEntry {
 
 export interface ManagerOptions extends ConfigOptions {
   repositories: string[];
+  /** Brings cloud repositories' local copies up to date and returns the local paths to scan (default: `repositories`). */
+  prepareRepositories?: () => Promise<string[]>;
   /** `--allow-model-file-overrides`: loads may carry model files (`file:` parameters). Default false. */
   allowFileOverrides?: boolean;
+  /** Makes each loaded version's metrics observer (histograms, summaries); default none. */
+  statsObserver?: (model: string, version: number) => StatsObserver | undefined;
   log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
 }
 
@@ -66,13 +87,16 @@ export class ModelRepositoryManager {
   private readonly entries = new Map<string, ModelEntry>();
   private readonly locks = new Map<string, Promise<unknown>>();
   private generation = 0;
+  private readonly lifecycle: LifecycleEvents;
 
   constructor(
     private readonly options: ManagerOptions,
     private readonly backends: BackendRegistry,
     private readonly scheduler: SchedulerChannel,
     private readonly worker: WorkerChannel,
-  ) {}
+  ) {
+    this.lifecycle = new LifecycleEvents((e) => options.log('error', `lifecycle listener failed: ${(e as Error).message}`));
+  }
 
   get(name: string): ModelEntry | undefined {
     return this.entries.get(name);
@@ -84,7 +108,8 @@ export class ModelRepositoryManager {
 
   /** Names of every model directory in the repositories. */
   async scan(): Promise<{ models: Map<string, ModelLocation>; duplicates: Set<string> }> {
-    return scanRepositories(this.options.repositories);
+    const prepare = this.options.prepareRepositories;
+    return scanRepositories(prepare ? await prepare() : this.options.repositories);
   }
 
   /** Serializes operations on one model. */
@@ -159,6 +184,7 @@ export class ModelRepositoryManager {
     const hide = (message: string): string => (overrideRoot ? hideOverrideFolder(message, overrideRoot) : message);
     const entry = this.entry(name);
     const fp = await fingerprint(location.path);
+    if (!overrideRoot) entry.attempted = fp;
     const unchanged =
       options.config === undefined && !entry.overridden && entry.fingerprint === fp && !entry.error &&
       [...entry.versions.values()].some((v) => v.state === 'READY');
@@ -169,8 +195,7 @@ export class ModelRepositoryManager {
       completed = await completeModelConfig(location, this.backends, this.worker, this.options, options.config);
     } catch (e) {
       const message = hide(toInferenceError(e).message);
-      const hasReady = [...entry.versions.values()].some((v) => v.state === 'READY');
-      if (!hasReady) {
+      if (!this.serving(entry)) {
         entry.error = message;
         this.markFailed(entry, await this.versionsOnDiskSafe(location), message);
       }
@@ -182,39 +207,97 @@ export class ModelRepositoryManager {
     for (const v of missing) this.options.log('error', `version ${v} of model '${name}' is not present in the repository`);
     if (wanted.length === 0) {
       const reason = `at least one version must be available under the version policy of model '${name}'`;
-      entry.error = reason;
+      if (!this.serving(entry)) entry.error = reason;
+      this.options.log('error', `failed to load '${name}': ${reason}`);
       throw InferenceError.invalidArg(`failed to load '${name}', ${reason}`);
     }
     const labels = await this.readLabels(location, config);
-    const results = await Promise.all(wanted.map((v) => this.loadVersion(location, config, v, labels, overrideRoot, hide)));
-    const old = new Map(entry.versions);
-    const failures: string[] = [];
-    entry.error = undefined;
-    entry.fingerprint = fp;
-    entry.overridden = options.config !== undefined;
-    const retired: VersionEntry[] = [];
-    for (const r of results) {
-      const prev = old.get(r.version);
-      if (r.state === 'READY') {
-        entry.versions.set(r.version, r);
-        if (prev?.runtime) retired.push(prev);
-      } else {
-        failures.push(`version ${r.version}: ${r.reason}`);
-        // A failed reload keeps the previous version serving.
-        if (!prev || prev.state !== 'READY') entry.versions.set(r.version, r);
-      }
-      old.delete(r.version);
+    // Versions whose config and files are what their serving runtime was loaded from keep it.
+    const reusable = options.config === undefined && !entry.overridden && overrideRoot === undefined;
+    const configText = JSON.stringify(config);
+    const shared = reusable ? await sharedFingerprint(location.path) : '';
+    const toLoad: { version: number; source?: string }[] = [];
+    const kept: number[] = [];
+    for (const v of wanted) {
+      const source = reusable ? await versionSource(configText, shared, await versionDir(location.path, v)) : undefined;
+      const prev = entry.versions.get(v);
+      if (source !== undefined && prev?.state === 'READY' && prev.runtime?.source === source) kept.push(v);
+      else toLoad.push({ version: v, source });
     }
-    for (const stale of old.values()) {
-      if (stale.runtime) retired.push(stale);
-      entry.versions.set(stale.version, { version: stale.version, state: 'UNAVAILABLE', reason: 'unloaded' });
-    }
-    await Promise.all(retired.map((v) => this.retire(v.runtime!)));
+    const results = await Promise.all(
+      toLoad.map((t) => this.loadVersion(entry, location, config, t.version, labels, overrideRoot, hide, t.source)),
+    );
+    const retired = this.commit(entry, results, wanted);
+    const failures = results.filter((r) => r.state !== 'READY').map((r) => `version ${r.version}: ${r.reason}`);
+    if (results.some((r) => r.state === 'READY') || kept.length > 0) {
+      entry.error = undefined;
+      entry.overridden = options.config !== undefined;
+    } else if (!this.serving(entry)) entry.error = failures.join('; ');
+    // A load that failed in part is tried again on the next load request, even with the same files.
+    entry.fingerprint = failures.length === 0 ? fp : undefined;
+    await Promise.all(retired.map((v) => this.retire(entry, v)));
     await this.removeUnusedOverrides(name, retired.map((v) => v.runtime?.overrideRoot));
     if (failures.length > 0) {
+      const serving = [...entry.versions.values()].filter((v) => v.state === 'READY').map((v) => v.version);
+      if (serving.length > 0) this.options.log('warn', `'${name}' keeps serving version${serving.length > 1 ? 's' : ''} ${serving.join(', ')}`);
       throw InferenceError.invalidArg(`failed to load '${name}', ${failures.join('; ')}`);
     }
     this.options.log('info', `successfully loaded '${name}' version${wanted.length > 1 ? 's' : ''} ${wanted.join(', ')}`);
+  }
+
+  /** Whether a version of the model serves requests. */
+  private serving(entry: ModelEntry): boolean {
+    return [...entry.versions.values()].some((v) => v.state === 'READY');
+  }
+
+  /**
+   * Switches traffic to the versions that loaded, all at once (no await): each READY result
+   * replaces its version; a failed one leaves a serving version of its number in place, or is
+   * recorded UNAVAILABLE with its reason. Serving versions the policy no longer wants are retired
+   * only as far as their replacements came up: for each wanted version that failed and had nothing
+   * serving, the newest of them keeps serving. Returns the versions to drain and unload.
+   */
+  private commit(entry: ModelEntry, results: VersionEntry[], wanted: number[]): VersionEntry[] {
+    const retired: VersionEntry[] = [];
+    let missingReplacements = 0;
+    for (const r of results) {
+      const prev = entry.versions.get(r.version);
+      const prevServing = prev?.state === 'READY' && prev.runtime !== undefined;
+      if (r.state === 'READY' && r.runtime) {
+        entry.versions.set(r.version, r);
+        this.announce(entry.name, r.version, 'READY', '', r.runtime.key);
+        if (prevServing) retired.push(prev);
+      } else if (!prevServing) {
+        entry.versions.set(r.version, r);
+        missingReplacements++;
+      }
+    }
+    const stale = [...entry.versions.values()]
+      .filter((v) => !wanted.includes(v.version))
+      .sort((a, b) => b.version - a.version);
+    for (const v of stale) {
+      if (v.state === 'READY' && v.runtime) {
+        if (missingReplacements > 0) {
+          missingReplacements--;
+          this.options.log('warn', `version ${v.version} of '${entry.name}' keeps serving: a version meant to replace it failed to load`);
+          continue;
+        }
+        retired.push(v);
+      } else if (v.state !== 'UNLOADING') {
+        entry.versions.set(v.version, { version: v.version, state: 'UNAVAILABLE', reason: 'unloaded' });
+      }
+    }
+    return retired;
+  }
+
+  /** Emits one lifecycle event. */
+  private announce(model: string, version: number, state: LifecycleState, reason: string, key?: string): void {
+    this.lifecycle.emit(key === undefined ? { model, version, state, reason } : { model, version, state, reason, key });
+  }
+
+  /** Subscribes to every version's lifecycle events; returns the function that unsubscribes. */
+  onLifecycle(listener: LifecycleListener): () => void {
+    return this.lifecycle.on(listener);
   }
 
   private async versionsOnDiskSafe(location: ModelLocation): Promise<number[]> {
@@ -224,48 +307,57 @@ export class ModelRepositoryManager {
   private markFailed(entry: ModelEntry, versions: number[], reason: string): void {
     for (const v of versions) {
       const prev = entry.versions.get(v);
-      if (prev?.state === 'READY') continue;
+      if (prev?.state === 'READY' || prev?.state === 'UNLOADING') continue;
       entry.versions.set(v, { version: v, state: 'UNAVAILABLE', reason });
+      this.announce(entry.name, v, 'UNAVAILABLE', reason);
     }
   }
 
   private async loadVersion(
+    entry: ModelEntry,
     location: ModelLocation,
     config: ModelConfig,
     version: number,
     labels: Map<string, string[]>,
     overrideRoot: string | undefined,
     hide: (message: string) => string,
+    source: string | undefined,
   ): Promise<VersionEntry> {
     const key = `${config.name}/${version}/${++this.generation}`;
     const started = performance.now();
+    // The index shows LOADING unless a runtime of this version serves meanwhile.
+    const prev = entry.versions.get(version);
+    if (prev?.state !== 'READY' && prev?.state !== 'UNLOADING') entry.versions.set(version, { version, state: 'LOADING', reason: '' });
+    this.announce(entry.name, version, 'LOADING', '', key);
+    let loaded = false;
     try {
+      const modelDir = location.path;
+      // Built before the instances load: a warmup data file that is missing fails the load early.
+      const samples = await buildWarmupSamples(config, modelDir);
       // An ensemble has no instances: its scheduler sends its steps to their models.
       const capacity =
         config.platform === ENSEMBLE_PLATFORM
           ? { instances: 0, depth: 1 }
-          : await this.worker.load({
-              key,
-              config,
-              modelDir: location.path,
-              versionDir: await versionDir(location.path, version),
-              version,
-            });
-      this.scheduler.open(key, config, capacity, location.path);
+          : await this.worker.load({ key, config, modelDir, versionDir: await versionDir(modelDir, version), version });
+      loaded = true;
+      await runWarmup(this.worker, key, config, samples, capacity.instances);
+      this.scheduler.open(key, config, capacity, modelDir);
       const runtime: VersionRuntime = {
         key,
         config,
         io: modelIo(config),
-        stats: new ModelStatsRecorder(config.name ?? location.name, version),
+        stats: new ModelStatsRecorder(config.name ?? location.name, version, this.options.statsObserver?.(config.name ?? location.name, version)),
         labels,
         loadSecs: (performance.now() - started) / 1000,
         overrideRoot,
+        source,
       };
       return { version, state: 'READY', reason: '', runtime };
     } catch (e) {
-      await this.worker.unload(key).catch(() => undefined);
+      if (loaded) await this.worker.unload(key).catch(() => undefined);
       const message = hide(toInferenceError(e).message);
       this.options.log('error', `failed to load '${location.name}' version ${version}: ${message}`);
+      this.announce(entry.name, version, 'UNAVAILABLE', message, key);
       return { version, state: 'UNAVAILABLE', reason: message };
     }
   }
@@ -283,10 +375,22 @@ export class ModelRepositoryManager {
     return labels;
   }
 
-  /** Stops routing to a runtime, waits for its requests, frees its instances. */
-  private async retire(runtime: VersionRuntime): Promise<void> {
+  /**
+   * Stops routing to a version's runtime, waits for its requests (and its live sequences), frees
+   * its instances. A version that no runtime replaced shows UNLOADING meanwhile, then 'unloaded'.
+   */
+  private async retire(entry: ModelEntry, v: VersionEntry): Promise<void> {
+    const runtime = v.runtime!;
+    const replaced = entry.versions.get(v.version) !== v;
+    if (!replaced) entry.versions.set(v.version, { ...v, state: 'UNLOADING', reason: '' });
+    this.announce(entry.name, v.version, 'UNLOADING', '', runtime.key);
     await this.scheduler.close(runtime.key);
     await this.worker.unload(runtime.key);
+    const current = entry.versions.get(v.version);
+    if (!replaced && current?.state === 'UNLOADING' && current.runtime === runtime) {
+      entry.versions.set(v.version, { version: v.version, state: 'UNAVAILABLE', reason: 'unloaded' });
+    }
+    this.announce(entry.name, v.version, 'UNAVAILABLE', 'unloaded', runtime.key);
   }
 
   async unload(name: string): Promise<void> {
@@ -294,15 +398,16 @@ export class ModelRepositoryManager {
     return this.withLock(name, async () => {
       const entry = this.entries.get(name);
       if (!entry) return;
-      const retired: VersionRuntime[] = [];
-      for (const v of entry.versions.values()) {
-        if (v.runtime) retired.push(v.runtime);
-        entry.versions.set(v.version, { version: v.version, state: 'UNAVAILABLE', reason: 'unloaded' });
+      const retired: VersionEntry[] = [];
+      for (const v of [...entry.versions.values()]) {
+        if (v.state === 'READY' && v.runtime) retired.push(v);
+        else if (v.state !== 'UNLOADING') entry.versions.set(v.version, { version: v.version, state: 'UNAVAILABLE', reason: 'unloaded' });
       }
       entry.error = undefined;
       entry.fingerprint = undefined;
-      await Promise.all(retired.map((r) => this.retire(r)));
-      await this.removeUnusedOverrides(name, retired.map((r) => r.overrideRoot));
+      entry.attempted = undefined;
+      await Promise.all(retired.map((v) => this.retire(entry, v)));
+      await this.removeUnusedOverrides(name, retired.map((v) => v.runtime?.overrideRoot));
       this.options.log('info', `successfully unloaded '${name}'`);
     });
   }

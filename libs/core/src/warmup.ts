@@ -1,0 +1,207 @@
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { resolveInside, type ModelConfig, type ModelWarmup, type ModelWarmupInput } from '@nereid/model-config';
+import {
+  InferenceError,
+  toInferenceError,
+  type ExecutionItem,
+  type InferenceRequest,
+  type InferenceResponse,
+  type ResponseSink,
+} from '@nereid/protocol';
+import {
+  allocateTensorData,
+  elementCount,
+  ELEMENT_SIZE,
+  fromConfigType,
+  tensorDataFromBytes,
+  type DataType,
+  type Tensor,
+  type TensorData,
+} from '@nereid/tensor';
+import type { ModelKey, WorkerChannel } from '@nereid/transport';
+
+/**
+ * Model warmup (`model_warmup`, model-config.md §11): each sample runs `count` times (0 = once) on
+ * every instance of a freshly loaded version, before the version is READY and before a reload
+ * switches traffic to it. The samples go straight to the instances through the worker channel, as
+ * Triton sends them to its backend instances: no scheduler, no statistics. Any failure fails the
+ * load, with Triton's words: `failed to run warmup sample '<name>': <error>`.
+ */
+
+/** One sample's request, built once and sent `count` times to every instance. */
+export interface WarmupSample {
+  name: string;
+  count: number;
+  inputs: Tensor[];
+}
+
+/** The samples of `config`, their data generated or read from `<model>/warmup/`. */
+export async function buildWarmupSamples(config: ModelConfig, modelDir: string): Promise<WarmupSample[]> {
+  const samples: WarmupSample[] = [];
+  for (const sample of config.model_warmup ?? []) {
+    const name = sample.name ?? '';
+    try {
+      samples.push({ name, count: Math.max(1, sample.count ?? 0), inputs: await sampleInputs(config, sample, modelDir) });
+    } catch (e) {
+      throw warmupError(name, e);
+    }
+  }
+  return samples;
+}
+
+/**
+ * Runs every sample on instances `0..instances-1` of the runtime `key` (in parallel across
+ * instances, in order on each). Rejects with the first failure.
+ */
+export async function runWarmup(
+  worker: WorkerChannel,
+  key: ModelKey,
+  config: ModelConfig,
+  samples: readonly WarmupSample[],
+  instances: number,
+): Promise<void> {
+  if (samples.length === 0) return;
+  const onInstance = async (instance: number): Promise<void> => {
+    for (const sample of samples) {
+      for (let i = 0; i < sample.count; i++) {
+        try {
+          await runOnce(worker, key, instance, warmupRequest(config, sample));
+        } catch (e) {
+          throw warmupError(sample.name, e);
+        }
+      }
+    }
+  };
+  const runs = [];
+  for (let i = 0; i < Math.max(1, instances); i++) runs.push(onInstance(i));
+  const results = await Promise.allSettled(runs);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+function warmupError(name: string, e: unknown): InferenceError {
+  const err = toInferenceError(e);
+  return new InferenceError(err.code, `failed to run warmup sample '${name}': ${err.message}`);
+}
+
+function warmupRequest(config: ModelConfig, sample: WarmupSample): InferenceRequest {
+  return {
+    id: '',
+    modelName: config.name ?? '',
+    modelVersion: -1,
+    inputs: sample.inputs,
+    parameters: {},
+    sequenceId: 0n,
+    sequenceStart: false,
+    sequenceEnd: false,
+    priority: 0,
+    timeoutUs: 0,
+  };
+}
+
+/** Collects one request's answer: resolves at its final response, rejects on its error. */
+class WarmupSink implements ResponseSink {
+  readonly done: Promise<void>;
+  private resolve!: () => void;
+  private reject!: (e: InferenceError) => void;
+
+  constructor() {
+    this.done = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  send(_response: InferenceResponse | undefined, final: boolean): void {
+    if (final) this.resolve();
+  }
+
+  fail(error: InferenceError): void {
+    this.reject(error);
+  }
+}
+
+async function runOnce(worker: WorkerChannel, key: ModelKey, instance: number, request: InferenceRequest): Promise<void> {
+  const sink = new WarmupSink();
+  const item: ExecutionItem = { request, sink, enqueuedAt: performance.now() };
+  // The execution resolves once the instance is free; a decoupled model may send its final flag
+  // later, so both are waited for.
+  await Promise.all([worker.execute(key, instance, [item]), sink.done]);
+}
+
+async function sampleInputs(config: ModelConfig, sample: ModelWarmup, modelDir: string): Promise<Tensor[]> {
+  const batched = (config.max_batch_size ?? 0) > 0;
+  const batchSize = Math.max(1, sample.batch_size ?? 1);
+  const tensors: Tensor[] = [];
+  for (const [name, input] of Object.entries(sample.inputs ?? {})) {
+    const datatype = fromConfigType(input.data_type ?? '');
+    if (!datatype) throw InferenceError.invalidArg(`input '${name}' has an unsupported data type '${input.data_type ?? ''}'`);
+    const dims = input.dims ?? [];
+    const one = await inputData(config, sample, name, input, datatype, dims, modelDir);
+    // The batch is the sample repeated `batch_size` times (model-config.md §6).
+    tensors.push({
+      name,
+      datatype,
+      shape: batched ? [batchSize, ...dims] : [...dims],
+      data: batched ? repeat(datatype, one, batchSize) : one,
+    });
+  }
+  return tensors;
+}
+
+async function inputData(
+  config: ModelConfig,
+  sample: ModelWarmup,
+  name: string,
+  input: ModelWarmupInput,
+  datatype: DataType,
+  dims: number[],
+  modelDir: string,
+): Promise<TensorData> {
+  const count = elementCount(dims);
+  if (input.input_data_file) {
+    const what = `input_data_file '${input.input_data_file}' of input '${name}' in warmup '${sample.name ?? ''}' of model '${config.name ?? ''}'`;
+    const file = await resolveInside(path.join(modelDir, 'warmup'), input.input_data_file, what);
+    const bytes = await fs.readFile(file).catch(() => {
+      throw InferenceError.invalidArg(`failed to read ${what}`);
+    });
+    if (datatype === 'BYTES') return tensorDataFromBytes('BYTES', dims, bytes, name, config.name ?? '');
+    const expected = count * ELEMENT_SIZE[datatype];
+    if (bytes.byteLength < expected) {
+      throw InferenceError.invalidArg(
+        `warmup setting expects ${expected} bytes, but the data provided from ${input.input_data_file} only has ${bytes.byteLength} bytes`,
+      );
+    }
+    // A copy: the typed array must own aligned memory of exactly the tensor's size.
+    return tensorDataFromBytes(datatype, dims, new Uint8Array(bytes.subarray(0, expected)), name, config.name ?? '');
+  }
+  const data = allocateTensorData(datatype, count);
+  // Random data for STRING falls back to zero data (empty elements), as in Triton.
+  if (input.random_data && datatype !== 'BYTES') fillRandom(datatype, data);
+  return data;
+}
+
+function fillRandom(datatype: DataType, data: TensorData): void {
+  if (Array.isArray(data)) return;
+  for (let i = 0; i < data.length; i++) {
+    if (data instanceof BigInt64Array || data instanceof BigUint64Array) data[i] = BigInt(Math.floor(Math.random() * 100));
+    else if (datatype === 'BOOL') data[i] = Math.random() < 0.5 ? 0 : 1;
+    else if (datatype === 'FP32' || datatype === 'FP64') data[i] = Math.random();
+    // FP16 and BF16 hold raw bits: small positive values (exponent bits below 1.0) keep them finite.
+    else if (datatype === 'FP16') data[i] = 0x3000 + Math.floor(Math.random() * 0x0800);
+    else if (datatype === 'BF16') data[i] = 0x3e00 + Math.floor(Math.random() * 0x0080);
+    else data[i] = Math.floor(Math.random() * 100);
+  }
+}
+
+function repeat(datatype: DataType, one: TensorData, times: number): TensorData {
+  if (Array.isArray(one)) {
+    const out: Uint8Array[] = [];
+    for (let t = 0; t < times; t++) out.push(...one);
+    return out;
+  }
+  const out = allocateTensorData(datatype, one.length * times) as Exclude<TensorData, Uint8Array[]>;
+  for (let t = 0; t < times; t++) (out as unknown as { set(a: ArrayLike<unknown>, o: number): void }).set(one, t * one.length);
+  return out;
+}
