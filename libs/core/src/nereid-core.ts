@@ -22,7 +22,7 @@ import type {
   ServerMetadata,
   TraceSettings,
 } from './core';
-import type { ModelRepositoryManager, VersionEntry, VersionRuntime } from './model-manager';
+import type { LifecycleListener, ModelRepositoryManager, VersionEntry, VersionRuntime } from './model-manager';
 import { validateRequest } from './request-validation';
 import { TraceSettingsStore } from './trace-settings';
 
@@ -87,13 +87,19 @@ export class NereidCore implements InferenceCore {
     return this.live;
   }
 
+  /** Subscribes to the lifecycle events of every model version; returns the function that unsubscribes. */
+  onLifecycle(listener: LifecycleListener): () => void {
+    return this.manager.onLifecycle(listener);
+  }
+
   isReady(): boolean {
     if (!this.live || !this.ready) return false;
     if (!this.options.strictReadiness) return true;
     for (const entry of this.manager.all()) {
       if (entry.error) return false;
       for (const v of entry.versions.values()) {
-        if (v.state !== 'READY' && v.reason !== 'unloaded') return false;
+        // LOADING and UNLOADING are a reload or an unload under way: the server stays ready.
+        if (v.state === 'UNAVAILABLE' && v.reason !== 'unloaded') return false;
       }
     }
     return true;
