@@ -1,2 +1,3 @@
 export * from './local-repository';
 export * from './versions';
+export * from './remote';

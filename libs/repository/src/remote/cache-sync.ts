@@ -1,0 +1,167 @@
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { scrubSecrets, sdkErrorReason, type RemoteObject, type RemoteStore } from './remote-store';
+
+export interface SyncReport {
+  downloaded: number;
+  removed: number;
+  /** Objects left out, each with the reason (a key that would leave the cache folder, a name clash). */
+  skipped: string[];
+}
+
+/**
+ * Why an object key cannot name a file inside the cache folder, or undefined when it can. Keys are
+ * relative to the repository folder; `..`, `.`, empty segments, absolute paths, backslashes and
+ * control characters are refused, so nothing is ever written outside the cache folder.
+ */
+export function objectKeyProblem(key: string): string | undefined {
+  const body = key.endsWith('/') ? key.slice(0, -1) : key;
+  if (body.length === 0) return 'empty key';
+  if (body.startsWith('/')) return 'absolute path';
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x1f\x7f\\]/.test(body)) return 'control character or backslash';
+  for (const seg of body.split('/')) {
+    if (seg === '' || seg === '.' || seg === '..') return `path segment '${seg}'`;
+  }
+  return undefined;
+}
+
+/** An ETag with its quotes (and weak marker) removed: listings and downloads do not quote alike. */
+function sameVersion(a: string | undefined, b: string): boolean {
+  const bare = (v: string): string => v.replace(/^W\//, '').replace(/"/g, '');
+  return a !== undefined && bare(a) === bare(b);
+}
+
+/** Parent folders of a relative path, shortest first (`a/b/c` → `a`, `a/b`). */
+function parents(rel: string): string[] {
+  const segs = rel.split('/');
+  return segs.slice(0, -1).map((_, i) => segs.slice(0, i + 1).join('/'));
+}
+
+/**
+ * Keeps a local folder equal to a cloud repository folder: on each sync, objects whose version
+ * (ETag / generation) changed are downloaded (to a staging folder, then renamed into place, so a
+ * load never reads half a file), objects gone from the store are deleted, and unchanged files are
+ * left alone (their mtimes too, so the repository manager sees no change). The local folder must
+ * start empty: only what the sync wrote is ever touched.
+ */
+export class CacheSync {
+  /** Relative path → version of every file (and folder marker) this sync wrote. */
+  private readonly manifest = new Map<string, string>();
+
+  constructor(
+    private readonly store: RemoteStore,
+    readonly localPath: string,
+    private readonly stagingDir: string,
+  ) {}
+
+  /** One pass; rejects with the store's reason (credentials removed) when the store cannot be listed. */
+  async sync(): Promise<SyncReport> {
+    let objects: RemoteObject[];
+    try {
+      objects = await this.store.list();
+    } catch (e) {
+      throw this.failure(e);
+    }
+    const report: SyncReport = { downloaded: 0, removed: 0, skipped: [] };
+    const wanted = new Map<string, RemoteObject>();
+    for (const o of objects) {
+      const problem = objectKeyProblem(o.key);
+      if (problem) {
+        report.skipped.push(`'${o.key}': ${problem}`);
+        continue;
+      }
+      wanted.set(o.key.endsWith('/') ? o.key.slice(0, -1) + '/' : o.key, o);
+    }
+    const files = new Set([...wanted.keys()].filter((k) => !k.endsWith('/')));
+    // A file and a folder of the same name: the folder wins (the file cannot exist beside it).
+    const folders = new Set<string>();
+    for (const k of wanted.keys()) {
+      if (k.endsWith('/')) folders.add(k.slice(0, -1));
+      for (const p of parents(k)) folders.add(p);
+    }
+    for (const f of files) {
+      if (folders.has(f)) {
+        report.skipped.push(`'${f}': a folder of the same name exists`);
+        wanted.delete(f);
+      }
+    }
+
+    for (const [rel, version] of [...this.manifest]) {
+      const o = wanted.get(rel);
+      if (o && sameVersion(version, o.version)) continue;
+      if (!o) {
+        await this.remove(rel);
+        report.removed++;
+      }
+    }
+    for (const [rel, o] of wanted) {
+      if (sameVersion(this.manifest.get(rel), o.version)) continue;
+      try {
+        if (rel.endsWith('/')) {
+          await fs.mkdir(this.target(rel.slice(0, -1)), { recursive: true });
+          this.manifest.set(rel, o.version);
+        } else {
+          this.manifest.set(rel, await this.fetch(rel, o));
+          report.downloaded++;
+        }
+      } catch (e) {
+        throw this.failure(e, rel);
+      }
+    }
+    await this.removeEmptyFolders([...this.manifest.keys()]);
+    return report;
+  }
+
+  /** Absolute local path of a checked relative key; never outside the cache folder. */
+  private target(rel: string): string {
+    const abs = path.resolve(this.localPath, ...rel.split('/'));
+    if (!abs.startsWith(this.localPath + path.sep)) throw new Error(`object key '${rel}' leaves the repository folder`);
+    return abs;
+  }
+
+  private async fetch(rel: string, o: RemoteObject): Promise<string> {
+    const dest = this.target(rel);
+    await fs.mkdir(path.dirname(dest), { recursive: true });
+    const staged = path.join(this.stagingDir, `${process.pid}-${Math.random().toString(36).slice(2)}`);
+    try {
+      const version = await this.store.download(o, staged);
+      await fs.rename(staged, dest);
+      return version;
+    } finally {
+      await fs.rm(staged, { force: true });
+    }
+  }
+
+  private async remove(rel: string): Promise<void> {
+    this.manifest.delete(rel);
+    const isFolder = rel.endsWith('/');
+    const abs = this.target(isFolder ? rel.slice(0, -1) : rel);
+    if (isFolder) await fs.rmdir(abs).catch(() => undefined);
+    else await fs.rm(abs, { force: true });
+  }
+
+  /** Folders left empty by removals are deleted, except those the store marks as folders. */
+  private async removeEmptyFolders(kept: readonly string[]): Promise<void> {
+    const markers = new Set(kept.filter((k) => k.endsWith('/')).map((k) => k.slice(0, -1)));
+    const walk = async (dir: string, rel: string): Promise<boolean> => {
+      const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+      let empty = true;
+      for (const e of entries) {
+        const childRel = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory() && (await walk(path.join(dir, e.name), childRel)) && !markers.has(childRel)) {
+          await fs.rmdir(path.join(dir, e.name)).catch(() => undefined);
+        } else {
+          empty = false;
+        }
+      }
+      return empty;
+    };
+    await walk(this.localPath, '');
+  }
+
+  private failure(e: unknown, rel?: string): Error {
+    const what = rel ? `failed to fetch '${rel}' from model repository '${this.store.url}'` : `failed to read model repository '${this.store.url}'`;
+    return new Error(scrubSecrets(`${what}: ${sdkErrorReason(e)}`, this.store.secrets()));
+  }
+}

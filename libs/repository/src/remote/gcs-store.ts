@@ -1,0 +1,54 @@
+import type { Bucket } from '@google-cloud/storage';
+import type { RemoteObject, RemoteStore } from './remote-store';
+
+/**
+ * Google Cloud Storage (`gs://bucket/path`). Credentials from the SDK's default chain:
+ * GOOGLE_APPLICATION_CREDENTIALS (a JSON key file), else the attached service account.
+ * STORAGE_EMULATOR_HOST points the SDK at an emulator.
+ */
+export class GcsStore implements RemoteStore {
+  private bucket?: Promise<Bucket>;
+
+  constructor(
+    readonly url: string,
+    private readonly bucketName: string,
+    private readonly prefix: string,
+  ) {}
+
+  private connect(): Promise<Bucket> {
+    this.bucket ??= (async () => {
+      // Required on first use only: a server with local repositories never loads the SDK.
+      const { Storage } = await import('@google-cloud/storage');
+      return new Storage({ retryOptions: { maxRetries: 2 } }).bucket(this.bucketName);
+    })();
+    return this.bucket;
+  }
+
+  async list(): Promise<RemoteObject[]> {
+    const bucket = await this.connect();
+    const [files] = await bucket.getFiles({ prefix: this.prefix || undefined, autoPaginate: true });
+    const out: RemoteObject[] = [];
+    for (const f of files) {
+      if (!f.name.startsWith(this.prefix)) continue;
+      const generation = f.metadata.generation ?? f.metadata.etag ?? '';
+      out.push({ key: f.name.slice(this.prefix.length), version: String(generation), size: Number(f.metadata.size ?? 0) });
+    }
+    return out;
+  }
+
+  async download(object: RemoteObject, destination: string): Promise<string> {
+    const bucket = await this.connect();
+    // The listed generation exactly: a newer one is fetched by the next sync.
+    const generation = /^[0-9]+$/.test(object.version) ? Number(object.version) : undefined;
+    await bucket.file(this.prefix + object.key, generation !== undefined ? { generation } : {}).download({ destination });
+    return object.version;
+  }
+
+  secrets(): string[] {
+    return [];
+  }
+
+  close(): void {
+    this.bucket = undefined;
+  }
+}

@@ -1,0 +1,4 @@
+export * from './cache-sync';
+export * from './remote-repositories';
+export * from './remote-store';
+export * from './remote-url';

@@ -1,0 +1,88 @@
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { RemoteObject, RemoteStore } from './remote-store';
+
+type S3Sdk = typeof import('@aws-sdk/client-s3');
+
+/**
+ * Amazon S3 and S3-compatible stores (`s3://bucket/path`, `s3://host:port/bucket/path`).
+ * Credentials come from the SDK's default chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+ * AWS_SESSION_TOKEN, then AWS_PROFILE and the shared `~/.aws` files. The region is
+ * AWS_DEFAULT_REGION or AWS_REGION, else the profile's, else us-east-1.
+ */
+export class S3Store implements RemoteStore {
+  private client?: Promise<{ sdk: S3Sdk; client: S3Client }>;
+
+  constructor(
+    readonly url: string,
+    private readonly bucket: string,
+    private readonly prefix: string,
+    private readonly endpoint: string | undefined,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  private connect(): Promise<{ sdk: S3Sdk; client: S3Client }> {
+    this.client ??= (async () => {
+      // Required on first use only: a server with local repositories never loads the SDK.
+      const sdk = await import('@aws-sdk/client-s3');
+      const region = await this.region(sdk);
+      const client = new sdk.S3Client({
+        region,
+        ...(this.endpoint ? { endpoint: this.endpoint, forcePathStyle: true } : {}),
+        followRegionRedirects: true,
+        maxAttempts: 3,
+      });
+      return { sdk, client };
+    })();
+    return this.client;
+  }
+
+  private async region(sdk: S3Sdk): Promise<string> {
+    const fromEnv = this.env.AWS_DEFAULT_REGION || this.env.AWS_REGION;
+    if (fromEnv) return fromEnv;
+    if (this.endpoint) return 'us-east-1';
+    const probe = new sdk.S3Client({});
+    try {
+      return await probe.config.region();
+    } catch {
+      return 'us-east-1';
+    } finally {
+      probe.destroy();
+    }
+  }
+
+  async list(): Promise<RemoteObject[]> {
+    const { sdk, client } = await this.connect();
+    const out: RemoteObject[] = [];
+    let token: string | undefined;
+    do {
+      const page = await client.send(
+        new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix || undefined, ContinuationToken: token }),
+      );
+      for (const o of page.Contents ?? []) {
+        if (!o.Key || !o.Key.startsWith(this.prefix)) continue;
+        out.push({ key: o.Key.slice(this.prefix.length), version: o.ETag ?? '', size: o.Size ?? 0 });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return out;
+  }
+
+  async download(object: RemoteObject, destination: string): Promise<string> {
+    const { sdk, client } = await this.connect();
+    const r = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + object.key }));
+    if (!r.Body) throw new Error(`empty answer for object '${object.key}'`);
+    await pipeline(r.Body as Readable, createWriteStream(destination));
+    return r.ETag ?? object.version;
+  }
+
+  secrets(): string[] {
+    return [this.env.AWS_SECRET_ACCESS_KEY, this.env.AWS_SESSION_TOKEN].filter((s): s is string => !!s);
+  }
+
+  close(): void {
+    void this.client?.then(({ client }) => client.destroy()).catch(() => undefined);
+  }
+}
