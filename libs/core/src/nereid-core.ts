@@ -23,6 +23,7 @@ import type {
   TraceSettings,
 } from './core';
 import type { LifecycleListener, ModelRepositoryManager, VersionEntry, VersionRuntime } from './model-manager';
+import { EnsembleDependencies } from './repository-api-dependencies';
 import { validateRequest } from './request-validation';
 import { TraceSettingsStore } from './trace-settings';
 
@@ -52,6 +53,8 @@ export interface CoreOptions {
   controlMode: 'none' | 'explicit' | 'poll';
   strictReadiness: boolean;
   logSettings: LogSettings;
+  /** Where the repository API's dependency handling logs (ensembles unloaded with a composing model). */
+  log?: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
 }
 
 function now(): number {
@@ -256,18 +259,27 @@ export class NereidCore implements InferenceCore {
     }
   }
 
+  /** Loads and unloads with Triton's rules between ensembles and their composing models. */
+  private deps?: EnsembleDependencies;
+  private get dependencies(): EnsembleDependencies {
+    return (this.deps ??= new EnsembleDependencies(this.manager, (level, message) => this.options.log?.(level, message)));
+  }
+
+  /** Triton refuses repository changes before start-up has finished and once shutdown has begun. */
+  private checkStarted(): void {
+    if (!this.ready) throw InferenceError.unavailable('Server not ready');
+  }
+
   async loadModel(name: string, options?: LoadOptions): Promise<void> {
+    this.checkStarted();
     this.checkControlMode();
-    await this.manager.load(name, options);
+    await this.dependencies.load(name, options);
   }
 
   async unloadModel(name: string, unloadDependents: boolean): Promise<void> {
+    this.checkStarted();
     this.checkControlMode();
-    const entry = this.manager.get(name);
-    await this.manager.unload(name);
-    if (unloadDependents) {
-      for (const dep of entry?.dependents ?? []) await this.manager.unload(dep);
-    }
+    await this.dependencies.unload(name, unloadDependents);
   }
 
   statistics(name: string, version: number): ModelStatistics[] {

@@ -1,52 +1,42 @@
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { InferenceCore, LoadOptions } from '@nereid/core';
-import { GrpcRequestErrors, InferenceError } from '@nereid/protocol';
+import { GRPC_REPOSITORY_WORDS, RepositoryApi, type InferenceCore, type RepositoryParameter, type RepositoryParameters } from '@nereid/core';
 import { unary } from './unary';
 import type { WireRepositoryIndexRequest, WireRepositoryModelRequest, WireRepositoryParameter } from './wire-types';
 
-function checkRepositoryName(name: string): void {
-  if (name !== '') throw InferenceError.unsupported("'repository_name' specification is not supported");
-}
-
-function wrongLoadType(key: string, expected: string): InferenceError {
-  return InferenceError.invalidArg(`invalid value type for load parameter '${key}', expected ${expected}.`);
-}
-
-/**
- * RepositoryModelLoad parameters → LoadOptions (`config` string, `file:<version>/<path>` bytes,
- * keyed by the parameter name as sent); any other key is refused. Triton's gRPC wording.
- */
-export function loadOptionsOf(params: Record<string, WireRepositoryParameter>): LoadOptions {
-  const options: LoadOptions = {};
-  for (const key of Object.keys(params)) {
-    const p = params[key];
-    if (key === 'config') {
-      if (p.parameter_choice !== 'string_param') throw wrongLoadType(key, 'string_param');
-      options.config = p.string_param ?? '';
-    } else if (key.startsWith('file:')) {
-      if (p.parameter_choice !== 'bytes_param') throw wrongLoadType(key, 'bytes_param');
-      (options.files ??= new Map()).set(key, p.bytes_param ?? new Uint8Array(0));
-    } else {
-      throw InferenceError.invalidArg(`unrecognized load parameter '${key}'.`);
-    }
+/** One ModelRepositoryParameter → the protocol-neutral form (its oneof member decides the type). */
+function parameterOf(p: WireRepositoryParameter): RepositoryParameter {
+  switch (p.parameter_choice) {
+    case 'string_param':
+      return { type: 'string', value: p.string_param ?? '' };
+    case 'bytes_param':
+      return { type: 'bytes', value: p.bytes_param ?? new Uint8Array(0) };
+    case 'bool_param':
+      return { type: 'bool', value: p.bool_param ?? false };
+    case 'int64_param':
+      return { type: 'int64', value: String(p.int64_param ?? 0) };
+    default:
+      return { type: 'other' };
   }
-  return options;
 }
 
-/** RepositoryModelUnload's `unload_dependents` (bool_param, default false). */
-export function unloadDependentsOf(params: Record<string, WireRepositoryParameter>): boolean {
-  const p = params.unload_dependents;
-  if (p === undefined) return false;
-  if (p.parameter_choice !== 'bool_param') throw GrpcRequestErrors.parameterType('unload_dependents', 'bool_param');
-  return p.bool_param ?? false;
+/** The request's `parameters` map, keyed as sent (own keys only: proto-loader builds a plain object). */
+export function repositoryParameters(params: Record<string, WireRepositoryParameter>): RepositoryParameters {
+  const out = new Map<string, RepositoryParameter>();
+  for (const key of Object.keys(params)) out.set(key, parameterOf(params[key]));
+  return out;
 }
 
-/** Model repository extension RPCs. */
+/** Model repository extension RPCs: wire → RepositoryApi (libs/core/src/repository-api.ts). */
 export function repositoryHandlers(core: InferenceCore): UntypedServiceImplementation {
+  const api = new RepositoryApi(core, GRPC_REPOSITORY_WORDS);
+  const model = (r: WireRepositoryModelRequest) => ({
+    repository: r.repository_name,
+    model: r.model_name,
+    parameters: repositoryParameters(r.parameters ?? {}),
+  });
   return {
     RepositoryIndex: unary(async (r: WireRepositoryIndexRequest) => {
-      checkRepositoryName(r.repository_name);
-      const entries = await core.repositoryIndex(r.ready);
+      const entries = await api.index({ repository: r.repository_name, ready: r.ready });
       return {
         models: entries.map((e) => ({
           name: e.name,
@@ -57,13 +47,11 @@ export function repositoryHandlers(core: InferenceCore): UntypedServiceImplement
       };
     }),
     RepositoryModelLoad: unary(async (r: WireRepositoryModelRequest) => {
-      checkRepositoryName(r.repository_name);
-      await core.loadModel(r.model_name, loadOptionsOf(r.parameters));
+      await api.load(model(r));
       return {};
     }),
     RepositoryModelUnload: unary(async (r: WireRepositoryModelRequest) => {
-      checkRepositoryName(r.repository_name);
-      await core.unloadModel(r.model_name, unloadDependentsOf(r.parameters));
+      await api.unload(model(r));
       return {};
     }),
   };

@@ -1,35 +1,17 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
-import type { InferenceCore, LoadOptions, LogSettings } from '@nereid/core';
-import { InferenceError } from '@nereid/protocol';
+import { checkJsonLoadValues, HTTP_REPOSITORY_WORDS, parametersFromJson, RepositoryApi, type InferenceCore, type LogSettings } from '@nereid/core';
 import { INFERENCE_CORE } from '../tokens';
 import { parseJsonBody } from './body';
-
-/**
- * Load request `parameters` → LoadOptions: `config` (ModelConfig JSON text) and `file:<version>/<path>`
- * (base64 content, kept under the parameter name as sent). Triton reads every value as a string
- * before looking at its key; a value of another type is the client's mistake (400, where Triton's
- * JSON reader answers 500). Any other key is refused as Triton does (500).
- */
-function loadOptions(body: Record<string, unknown> | undefined): LoadOptions {
-  const params = body?.parameters;
-  if (params === undefined || params === null) return {};
-  if (typeof params !== 'object' || Array.isArray(params)) {
-    throw InferenceError.invalidArg("'parameters' must be a JSON object");
-  }
-  const options: LoadOptions = {};
-  for (const [k, v] of Object.entries(params as Record<string, unknown>)) {
-    if (typeof v !== 'string') throw InferenceError.invalidArg(`invalid value type for load parameter '${k}', expected a string.`);
-    if (k === 'config') options.config = v;
-    else if (k.startsWith('file:')) (options.files ??= new Map()).set(k, Buffer.from(v, 'base64'));
-    else throw InferenceError.internal('unexpected error on creating Triton parameter');
-  }
-  return options;
-}
 
 /** `/v2` server metadata and Triton's extensions: repository, logging, trace, shared memory. */
 @Controller('v2')
 export class ServerController {
-  constructor(@Inject(INFERENCE_CORE) private readonly core: InferenceCore) {}
+  /** The repository extension, in HTTP's words (libs/core/src/repository-api.ts). */
+  private readonly repository: RepositoryApi;
+
+  constructor(@Inject(INFERENCE_CORE) private readonly core: InferenceCore) {
+    this.repository = new RepositoryApi(core, HTTP_REPOSITORY_WORDS);
+  }
 
   @Get()
   metadata(): unknown {
@@ -39,49 +21,40 @@ export class ServerController {
   @Post('repository/index')
   @HttpCode(200)
   index(@Body() body: unknown): Promise<unknown> {
-    return this.repoIndex(body);
+    return this.repository.index({ repository: '', ready: parseJsonBody(body)?.ready });
   }
 
   @Post('repository/:repo/index')
   @HttpCode(200)
-  namedIndex(@Body() body: unknown): Promise<unknown> {
-    return this.repoIndex(body);
-  }
-
-  private async repoIndex(body: unknown): Promise<unknown> {
-    const json = parseJsonBody(body);
-    const ready = json?.ready ?? false;
-    if (typeof ready !== 'boolean') throw InferenceError.invalidArg("Invalid value for 'ready': expected a boolean");
-    return this.core.repositoryIndex(ready);
+  namedIndex(@Param('repo') repo: string, @Body() body: unknown): Promise<unknown> {
+    return this.repository.index({ repository: repo, ready: parseJsonBody(body)?.ready });
   }
 
   @Post('repository/models/:model/load')
   @HttpCode(200)
-  async load(@Param('model') model: string, @Body() body: unknown): Promise<void> {
-    await this.core.loadModel(model, loadOptions(parseJsonBody(body)));
+  load(@Param('model') model: string, @Body() body: unknown): Promise<void> {
+    return this.namedLoad('', model, body);
   }
 
   @Post('repository/models/:model/unload')
   @HttpCode(200)
-  async unload(@Param('model') model: string, @Body() body: unknown): Promise<void> {
-    const params = parseJsonBody(body)?.parameters as Record<string, unknown> | undefined;
-    const dependents = params?.unload_dependents ?? false;
-    if (typeof dependents !== 'boolean') throw InferenceError.invalidArg("'unload_dependents' must be a boolean");
-    await this.core.unloadModel(model, dependents);
+  unload(@Param('model') model: string, @Body() body: unknown): Promise<void> {
+    return this.namedUnload('', model, body);
   }
 
   @Post('repository/:repo/models/:model/load')
   @HttpCode(200)
   async namedLoad(@Param('repo') repo: string, @Param('model') model: string, @Body() body: unknown): Promise<void> {
-    if (repo) throw InferenceError.unsupported("'repository_name' specification is not supported");
-    await this.load(model, body);
+    const params = parseJsonBody(body)?.parameters;
+    checkJsonLoadValues(params, HTTP_REPOSITORY_WORDS);
+    await this.repository.load({ repository: repo, model, parameters: parametersFromJson(params) });
   }
 
   @Post('repository/:repo/models/:model/unload')
   @HttpCode(200)
   async namedUnload(@Param('repo') repo: string, @Param('model') model: string, @Body() body: unknown): Promise<void> {
-    if (repo) throw InferenceError.unsupported("'repository_name' specification is not supported");
-    await this.unload(model, body);
+    const params = parseJsonBody(body)?.parameters;
+    await this.repository.unload({ repository: repo, model, parameters: parametersFromJson(params) });
   }
 
   @Get('logging')
