@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 'use strict';
 // bench/ensemble: what the ensemble scheduler adds to its steps, against a client that calls the
-// same models itself, in one run against one Nereid server (HTTP JSON, keep-alive, 1 in flight):
+// same models itself, in one run against one Nereid server (HTTP JSON, one keep-alive connection
+// shared by both sides, 1 in flight, the raw client of bench/sequence-batching with every fixed
+// request encoded beforehand):
 //   ensemble: POST add_sub_mul (add_sub -> mul, python models, FP32 [4]);
 //   client chain: POST add_sub, then POST mul with its outputs (the client decodes and re-encodes).
 // The steps' compute time comes from the server's statistics (compute_input + compute_infer +
@@ -10,10 +12,10 @@
 // the median of the rounds' ratios (other work on a shared machine spoils whole rounds). Not a test.
 // Usage: node bench/ensemble/run.js [requests per round=300] [rounds=10]   (needs `npm run build` first)
 const fs = require('node:fs');
-const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, startNereid, fmt } = require('../lib/util');
+const { RawConnection, encodeRequest } = require('../sequence-batching/raw-client');
 
 const N = Number(process.argv[2] || 300);
 const ROUNDS = Number(process.argv[3] || 10);
@@ -28,29 +30,34 @@ function makeRepo() {
   return repo;
 }
 
-function request(agent, port, method, urlPath, body) {
-  return new Promise((resolve, reject) => {
-    const headers = body ? { 'content-type': 'application/json', 'content-length': body.length } : {};
-    const req = http.request({ host: '127.0.0.1', port, path: urlPath, method, agent, headers }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        if (res.statusCode === 200) resolve(JSON.parse(text));
-        else reject(new Error(`HTTP ${res.statusCode} from ${urlPath}: ${text.slice(0, 300)}`));
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+/**
+ * One request on the raw keep-alive connection (bench/sequence-batching/raw-client.js: the same
+ * client for both sides, one read buffer, nothing but the status line and Content-Length parsed).
+ * `bytes` is a request encoded beforehand, or a body string to encode now (the client chain's
+ * second call, built from the first one's answer).
+ */
+async function request(conn, urlPath, bytes) {
+  const r = typeof bytes === 'string' ? await conn.post(urlPath, bytes) : await conn.send(bytes);
+  if (r.status !== 200) throw new Error(`HTTP ${r.status} from ${urlPath}: ${r.body.slice(0, 300)}`);
+  return JSON.parse(r.body);
+}
+
+/** GET on a throwaway node:http request (statistics between phases, outside the timed part). */
+async function getJson(port, urlPath) {
+  const res = await fetch(`http://127.0.0.1:${port}${urlPath}`);
+  if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${urlPath}`);
+  return res.json();
 }
 
 const fp32 = (name, data) => ({ name, datatype: 'FP32', shape: [4], data });
 const A = [3, 4, 5, 6];
 const B = [1, 2, 3, 4];
 const EXPECTED = A.map((a, i) => a * a - B[i] * B[i]);
-const ENSEMBLE_BODY = Buffer.from(JSON.stringify({ inputs: [fp32('INPUT_A', A), fp32('INPUT_B', B)] }));
-const ADD_SUB_BODY = Buffer.from(JSON.stringify({ inputs: [fp32('add_sub_input0', A), fp32('add_sub_input1', B)] }));
+const ENSEMBLE_BODY = JSON.stringify({ inputs: [fp32('INPUT_A', A), fp32('INPUT_B', B)] });
+const ADD_SUB_BODY = JSON.stringify({ inputs: [fp32('add_sub_input0', A), fp32('add_sub_input1', B)] });
+const ENSEMBLE_PATH = '/v2/models/add_sub_mul/infer';
+const ADD_SUB_PATH = '/v2/models/add_sub/infer';
+const MUL_PATH = '/v2/models/mul/infer';
 
 function check(out) {
   if (JSON.stringify(out) !== JSON.stringify(EXPECTED)) throw new Error(`wrong answer ${JSON.stringify(out)}`);
@@ -58,17 +65,22 @@ function check(out) {
 
 const outputOf = (res, name) => res.outputs.find((o) => o.name === name).data;
 
-async function viaEnsemble(agent, port) {
-  const res = await request(agent, port, 'POST', '/v2/models/add_sub_mul/infer', ENSEMBLE_BODY);
+/** The two sides' fixed requests, encoded once (the chain's second request depends on the first's answer). */
+function encodedRequests(port) {
+  return { ensemble: encodeRequest(port, ENSEMBLE_PATH, ENSEMBLE_BODY), addSub: encodeRequest(port, ADD_SUB_PATH, ADD_SUB_BODY) };
+}
+
+async function viaEnsemble(conn, encoded) {
+  const res = await request(conn, ENSEMBLE_PATH, encoded.ensemble);
   return outputOf(res, 'OUTPUT');
 }
 
-async function viaClient(agent, port) {
-  const first = await request(agent, port, 'POST', '/v2/models/add_sub/infer', ADD_SUB_BODY);
-  const body = Buffer.from(JSON.stringify({
+async function viaClient(conn, encoded) {
+  const first = await request(conn, ADD_SUB_PATH, encoded.addSub);
+  const body = JSON.stringify({
     inputs: [fp32('mul_input0', outputOf(first, 'added_output')), fp32('mul_input1', outputOf(first, 'subbed_output'))],
-  }));
-  const second = await request(agent, port, 'POST', '/v2/models/mul/infer', body);
+  });
+  const second = await request(conn, MUL_PATH, body);
   return outputOf(second, 'mul_output');
 }
 
@@ -76,10 +88,10 @@ async function viaClient(agent, port) {
  * From the statistics so far: the composing models' compute ns (input + infer + output) and their
  * success ns (arrival to final response, in the server), and the ensemble's success ns.
  */
-async function serverNs(agent, port) {
+async function serverNs(port) {
   const out = { compute: 0, steps: 0, ensemble: 0 };
   for (const model of ['add_sub', 'mul', 'add_sub_mul']) {
-    const s = (await request(agent, port, 'GET', `/v2/models/${model}/stats`)).model_stats[0].inference_stats;
+    const s = (await getJson(port, `/v2/models/${model}/stats`)).model_stats[0].inference_stats;
     if (model === 'add_sub_mul') {
       out.ensemble += s.success.ns;
       continue;
@@ -90,15 +102,15 @@ async function serverNs(agent, port) {
   return out;
 }
 
-async function phase(agent, port, fn) {
-  const before = await serverNs(agent, port);
+async function phase(conn, port, encoded, fn) {
+  const before = await serverNs(port);
   const latencies = new Float64Array(N);
   for (let i = 0; i < N; i++) {
     const t = process.hrtime.bigint();
-    await fn(agent, port);
+    await fn(conn, encoded);
     latencies[i] = Number(process.hrtime.bigint() - t) / 1000;
   }
-  const after = await serverNs(agent, port);
+  const after = await serverNs(port);
   const perRequestUs = (k) => (after[k] - before[k]) / 1000 / N;
   latencies.sort();
   const mean = latencies.reduce((a, b) => a + b, 0) / N;
@@ -123,20 +135,23 @@ async function main() {
     'sequential requests per side, HTTP JSON, keep-alive, loopback');
   const repo = makeRepo();
   const server = await startNereid(repo);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  // One keep-alive connection for both sides, as a client would use.
+  const conn = new RawConnection(server.http);
+  const encoded = encodedRequests(server.http);
   try {
-    check(await viaEnsemble(agent, server.http));
-    check(await viaClient(agent, server.http));
+    await conn.ready;
+    check(await viaEnsemble(conn, encoded));
+    check(await viaClient(conn, encoded));
     for (let i = 0; i < WARMUP; i++) {
-      await viaEnsemble(agent, server.http);
-      await viaClient(agent, server.http);
+      await viaEnsemble(conn, encoded);
+      await viaClient(conn, encoded);
     }
     const totals = { ensemble: { mean: 0, p50: 0, compute: 0, own: 0, outside: 0 }, client: { mean: 0, p50: 0, compute: 0, own: 0, outside: 0 } };
     const ratios = [];
     const floors = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const e = await phase(agent, server.http, viaEnsemble);
-      const c = await phase(agent, server.http, viaClient);
+      const e = await phase(conn, server.http, encoded, viaEnsemble);
+      const c = await phase(conn, server.http, encoded, viaClient);
       console.log(row(`ensemble ${round}`, e));
       console.log(row(`client chain ${round}`, c));
       ratios.push((e.mean - e.compute) / (c.mean - c.compute));
@@ -161,7 +176,7 @@ async function main() {
     console.log(`with the ensemble's own time in the server at zero: ${fmt(median(floors), 2)}x median of the rounds ` +
       `(${fmt((overheadE - totals.ensemble.own) / overheadC, 2)}x of the means)`);
   } finally {
-    agent.destroy();
+    conn.close();
     await server.stop();
     fs.rmSync(repo, { recursive: true, force: true });
   }

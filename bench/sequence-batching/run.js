@@ -9,14 +9,15 @@
 // 2. added latency: one client, one sequence, on the oldest-strategy model, against the same graph
 //    served by the default scheduler (no sequence_batching: the client sends START/READY and carries
 //    the state itself). p50 of each, and the difference.
-// Clients: one raw keep-alive HTTP connection per sequence (raw-client.js), JSON tensors.
+// Clients: one raw keep-alive HTTP connection per sequence (raw-client.js), JSON tensors, every
+// request encoded before the timed part.
 // Usage: node bench/sequence-batching/run.js [rounds=3] [steps=100] [latency requests=2000]
 //        (needs `npm run build` first)
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, startNereid, fmt } = require('../lib/util');
-const { RawConnection } = require('./raw-client');
+const { RawConnection, encodeRequest } = require('./raw-client');
 const { accumulatorModel, accumulatorConfig, accumulatorPlainConfig } = require(path.join(ROOT, 'scripts/onnx/sequence-models'));
 
 const ROUNDS = Number(process.argv[2] || 3);
@@ -42,12 +43,15 @@ function makeRepo() {
   return repo;
 }
 
-/** POSTs an infer request on a raw keep-alive connection; resolves with the parsed response. */
-async function post(conn, model, body) {
-  const r = await conn.post(`/v2/models/${model}/infer`, body);
+/** Sends a pre-encoded infer request on a raw keep-alive connection; resolves with the parsed response. */
+async function send(conn, model, bytes) {
+  const r = await conn.send(bytes);
   if (r.status !== 200) throw new Error(`${model}: ${r.status} ${r.body}`);
   return JSON.parse(r.body);
 }
+
+/** The whole HTTP request of one step, encoded before the timed part. */
+const encoded = (port, model, body) => encodeRequest(port, `/v2/models/${model}/infer`, body);
 
 async function connections(port, n) {
   const conns = Array.from({ length: n }, () => new RawConnection(port));
@@ -82,34 +86,48 @@ async function stats(port, model) {
   return { inferences: Number(s.inference_count), executions: Number(s.execution_count) };
 }
 
-/** 64 sequences x STEPS, all at once; returns req/s, latency percentiles (ms) and mean batch size. */
+/**
+ * 64 sequences x STEPS, all at once; returns req/s, latency percentiles (ms) and mean batch size.
+ * Every request is encoded before the clock starts (the values, and for `acc_plain` the state the
+ * client sends, are known in advance: the state is the running sum so far), so the client's work
+ * per request is a write, a read and the check of the answer.
+ */
 async function throughputRound(port, model, batching, idBase) {
   const conns = await connections(port, SEQUENCES);
-  const before = await stats(port, model);
-  const latencies = [];
-  let wrong = 0;
-  const cpu = process.cpuUsage();
-  const started = process.hrtime.bigint();
-  await Promise.all(conns.map(async (conn, k) => {
-    const id = idBase + k;
+  const plain = model === 'acc_plain';
+  const plans = conns.map((_, k) => {
+    const requests = [];
+    const sums = [];
     let sum = 0;
-    let state = 0;
     for (let i = 0; i < STEPS; i++) {
       const v = value(k, i);
+      const body = plain ? plainBody(v, i === 0, sum) : seqBody(idBase + k, v, i === 0, i === STEPS - 1, batching);
       sum += v;
-      const body = model === 'acc_plain' ? plainBody(v, i === 0, state) : seqBody(id, v, i === 0, i === STEPS - 1, batching);
-      const t0 = process.hrtime.bigint();
-      const res = await post(conn, model, body);
-      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      if (model === 'acc_plain') state = outputOf(res, 'ACC_OUT');
-      if (outputOf(res) !== sum) wrong++;
+      requests.push(encoded(port, model, body));
+      sums.push(sum);
+    }
+    return { requests, sums };
+  });
+  const before = await stats(port, model);
+  const latencies = new Float64Array(SEQUENCES * STEPS);
+  let timed = 0;
+  let wrong = 0;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  await Promise.all(conns.map(async (conn, k) => {
+    const { requests, sums } = plans[k];
+    for (let i = 0; i < STEPS; i++) {
+      const t0 = performance.now();
+      const res = await send(conn, model, requests[i]);
+      latencies[timed++] = performance.now() - t0;
+      if (outputOf(res) !== sums[i] || (plain && outputOf(res, 'ACC_OUT') !== sums[i])) wrong++;
     }
   }));
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   conns.forEach((c) => c.close());
   const after = await stats(port, model);
-  latencies.sort((a, b) => a - b);
+  latencies.sort();
   const executions = after.executions - before.executions;
   return {
     rps: (SEQUENCES * STEPS) / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), wrong,
@@ -126,24 +144,31 @@ async function throughputRound(port, model, batching, idBase) {
 async function latencyRound(port, idBase) {
   const [seqConn, plainConn] = await connections(port, 2);
   const samples = { seq: [], plain: [] };
-  let state = 0;
+  const plainRequests = [];
+  const seqRequests = [];
+  const sums = [];
   let sum = 0;
+  for (let i = 0; i < LATENCY_REQUESTS; i++) {
+    const v = value(1, i);
+    const start = i === 0;
+    // The default-scheduler side sends the state itself: the running sum before this step.
+    plainRequests.push(encoded(port, 'acc_plain', plainBody(v, start, sum)));
+    seqRequests.push(encoded(port, 'acc_oldest', seqBody(idBase, v, start, i === LATENCY_REQUESTS - 1, true)));
+    sum += v;
+    sums.push(sum);
+  }
   let wrong = 0;
-  const timed = async (side, conn, model, body) => {
-    const t0 = process.hrtime.bigint();
-    const res = await post(conn, model, body);
-    samples[side].push(Number(process.hrtime.bigint() - t0) / 1e3);
+  const timed = async (side, conn, model, bytes) => {
+    const t0 = performance.now();
+    const res = await send(conn, model, bytes);
+    samples[side].push((performance.now() - t0) * 1000);
     return res;
   };
   for (let i = 0; i < LATENCY_REQUESTS; i++) {
-    const v = value(1, i);
-    sum += v;
-    const start = i === 0;
-    const plain = await timed('plain', plainConn, 'acc_plain', plainBody(v, start, state));
-    state = outputOf(plain, 'ACC_OUT');
-    const seq = await timed('seq', seqConn, 'acc_oldest', seqBody(idBase, v, start, i === LATENCY_REQUESTS - 1, true));
-    if (outputOf(plain) !== sum) wrong++;
-    if (outputOf(seq) !== sum) wrong++;
+    const plain = await timed('plain', plainConn, 'acc_plain', plainRequests[i]);
+    const seq = await timed('seq', seqConn, 'acc_oldest', seqRequests[i]);
+    if (outputOf(plain) !== sums[i] || outputOf(plain, 'ACC_OUT') !== sums[i]) wrong++;
+    if (outputOf(seq) !== sums[i]) wrong++;
   }
   seqConn.close();
   plainConn.close();
