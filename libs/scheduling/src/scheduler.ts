@@ -6,7 +6,7 @@ import { EnsembleScheduler } from './ensemble-scheduler';
 import { SequenceBatchScheduler } from './sequence-batch-scheduler';
 import type { Scheduler, SchedulerOptions } from './types';
 
-export type { Clock, ExecuteBatch, Scheduler, SchedulerOptions } from './types';
+export type { Clock, ExecuteBatch, Scheduler, SchedulerOptions, StopOptions } from './types';
 export type { EnsembleServices } from './ensemble-run';
 export { systemClock } from './clock';
 

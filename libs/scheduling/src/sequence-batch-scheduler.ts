@@ -11,7 +11,7 @@ import { SequenceRows } from './sequence-rows';
 import { SequenceSlots } from './sequence-slots';
 import { ImplicitStates } from './sequence-state';
 import { StopLatch } from './stop-latch';
-import type { Scheduler, SchedulerOptions } from './types';
+import type { Scheduler, SchedulerOptions, StopOptions } from './types';
 
 /** Triton's default `max_sequence_idle_microseconds` (1 s), for configs that were not normalized. */
 const DEFAULT_IDLE_US = 1_000_000;
@@ -43,6 +43,8 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly batchers: SequenceBatch[];
   private readonly latch = new StopLatch();
   private disposed = false;
+  /** stop() waits for the live sequences to end (or idle out) too: a reload moved traffic elsewhere. */
+  private keepSequences = false;
 
   constructor(config: ModelConfig, opts: SchedulerOptions) {
     const sb = config.sequence_batching ?? {};
@@ -102,6 +104,11 @@ export class SequenceBatchScheduler implements Scheduler {
     return this.slots.backlogSequences;
   }
 
+  /** Whether the sequence holds a slot or waits for one here. */
+  hasSequence(sequenceId: bigint | string): boolean {
+    return this.slots.has(sequenceId);
+  }
+
   enqueue(item: ExecutionItem): void {
     const error = checkSequenceRequest(item.request, this.controls, this.maxBatchSize) ?? this.slots.route(item, this.latch.stopping);
     if (error !== undefined) item.sink.fail(error);
@@ -109,9 +116,11 @@ export class SequenceBatchScheduler implements Scheduler {
 
   /**
    * New sequences are refused from the call on; requests of live sequences are still taken, as in
-   * Triton. Resolves once nothing is queued or running.
+   * Triton. Resolves once nothing is queued or running; with `sequences`, once every live sequence
+   * has also ended or idled out (a reload: the sequences started here finish here).
    */
-  stop(): Promise<void> {
+  stop(options?: StopOptions): Promise<void> {
+    if (options?.sequences) this.keepSequences = true;
     const p = this.latch.start();
     for (const b of this.batchers) b.flush();
     this.checkDrained();
@@ -121,6 +130,7 @@ export class SequenceBatchScheduler implements Scheduler {
   private checkDrained(): void {
     if (!this.latch.stopping || this.disposed) return;
     if (this.pendingCount > 0 || this.inflightCount > 0) return;
+    if (this.keepSequences && (this.slots.inUse > 0 || this.slots.backlogSequences > 0)) return;
     this.disposed = true;
     this.slots.dispose();
     for (const b of this.batchers) b.dispose();

@@ -69,6 +69,11 @@ export class SequenceSlots {
   }
 
   /** Slots owned by a sequence (or being drained by one that ended). */
+  /** Whether the sequence `key` holds a slot or waits in the backlog. */
+  has(key: SequenceKey): boolean {
+    return this.assigned.has(key) || this.backlogged.has(key);
+  }
+
   get inUse(): number {
     return this.total - this.free.size;
   }

@@ -21,9 +21,19 @@ export interface Scheduler {
   /** Requests handed to an instance whose batch has not finished. */
   readonly inflightCount: number;
   /** Waits for queued + running work; new work is rejected with UNAVAILABLE from the call on. */
-  stop(): Promise<void>;
+  stop(options?: StopOptions): Promise<void>;
   /** Sequence batcher only: slots owned by a live sequence, over all instances. */
   readonly sequenceSlotsInUse?: number;
+  /** Sequence batcher only: whether a live sequence has this correlation id here. */
+  hasSequence?(sequenceId: bigint | string): boolean;
+}
+
+export interface StopOptions {
+  /**
+   * Sequence batcher: also wait until every live sequence has ended or idled out, taking their
+   * requests meanwhile (a reload: another runtime took the new sequences). Default false.
+   */
+  sequences?: boolean;
 }
 
 export interface SchedulerOptions {
