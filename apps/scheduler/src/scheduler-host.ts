@@ -15,6 +15,13 @@ export interface SchedulerServices {
 /** Hosts one scheduler per loaded model version; batches go to the workers through the channel. */
 export class SchedulerHost implements SchedulerChannel {
   private readonly schedulers = new Map<ModelKey, Scheduler>();
+  /** The model each open key serves. */
+  private readonly models = new Map<ModelKey, string>();
+  /**
+   * Sequence batchers being closed while another runtime of their model serves (a reload): the
+   * requests of the sequences they hold still go to them, wherever the core sent them.
+   */
+  private readonly draining = new Map<ModelKey, { model: string; scheduler: Scheduler }>();
 
   constructor(
     private readonly worker: WorkerChannel,
@@ -35,9 +42,11 @@ export class SchedulerHost implements SchedulerChannel {
       },
     });
     this.schedulers.set(key, scheduler);
+    this.models.set(key, config.name ?? '');
   }
 
   enqueue(key: ModelKey, item: ExecutionItem): void {
+    if (this.draining.size > 0 && this.toDraining(item)) return;
     const s = this.schedulers.get(key);
     if (!s) {
       item.sink.fail(InferenceError.unavailable(`model '${item.request.modelName}' is not being served`));
@@ -46,11 +55,38 @@ export class SchedulerHost implements SchedulerChannel {
     s.enqueue(item);
   }
 
+  /** A request of a sequence that lives on a draining sequence batcher goes there. */
+  private toDraining(item: ExecutionItem): boolean {
+    const r = item.request;
+    if (r.sequenceStart || !r.sequenceId) return false;
+    for (const d of this.draining.values()) {
+      if (d.model === r.modelName && d.scheduler.hasSequence?.(r.sequenceId)) {
+        d.scheduler.enqueue(item);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Stops the key's scheduler and waits for its requests. When another runtime of the same model
+   * is open (a reload switched traffic to it), a sequence batcher also waits for its live sequences,
+   * whose requests keep coming here until each ends or idles out.
+   */
   async close(key: ModelKey): Promise<void> {
     const s = this.schedulers.get(key);
     if (!s) return;
-    await s.stop();
-    this.schedulers.delete(key);
+    const model = this.models.get(key) ?? '';
+    const replaced = [...this.models].some(([k, m]) => k !== key && m === model && !this.draining.has(k));
+    const sequences = replaced && s.hasSequence !== undefined;
+    if (sequences) this.draining.set(key, { model, scheduler: s });
+    try {
+      await s.stop({ sequences });
+    } finally {
+      this.draining.delete(key);
+      this.schedulers.delete(key);
+      this.models.delete(key);
+    }
   }
 
   pendingCount(key: ModelKey): number {
