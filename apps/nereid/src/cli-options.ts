@@ -39,6 +39,14 @@ export interface ServeOptions {
   allowMetrics: boolean;
   metricsAddress?: string;
   metricsPort: number;
+  /** `--allow-cpu-metrics` (default true): nv_cpu_utilization and the CPU memory gauges. */
+  allowCpuMetrics: boolean;
+  /** `--allow-gpu-metrics` (default true): Nereid reads no GPU, so no GPU family is ever exported. */
+  allowGpuMetrics: boolean;
+  /** `--metrics-interval-ms` (default 2000): how often the polled gauges (CPU) are refreshed. */
+  metricsIntervalMs: number;
+  /** `--metrics-config <key>=<value>` entries, in order (see libs/metrics/src/metrics-config.ts). */
+  metricsConfig: string[];
   allowClientShm: boolean;
   /** `--http-restricted-api=<api>[,<api>...]:<key>=<value>` (repeatable). */
   httpRestrictedApis: Restriction[];
@@ -91,6 +99,10 @@ export function defaultServeOptions(): ServeOptions {
     },
     allowMetrics: true,
     metricsPort: 8002,
+    allowCpuMetrics: true,
+    allowGpuMetrics: true,
+    metricsIntervalMs: 2000,
+    metricsConfig: [],
     allowClientShm: false,
     httpRestrictedApis: [],
     grpcRestrictedProtocols: [],

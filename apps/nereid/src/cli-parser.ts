@@ -1,4 +1,5 @@
 import { checkRestrictions, parseRestriction, type Restriction } from '@nereid/gateway';
+import { parseMetricsConfig } from '@nereid/metrics';
 import { defaultServeOptions, type ServeOptions } from './cli-options';
 
 /** A command-line mistake: printed with the usage hint, exit code 2. */
@@ -38,6 +39,16 @@ function restriction(value: string, flag: string, list: Restriction[]): void {
   } catch (e) {
     throw new UsageError(`Bad option: "--${flag}".\n${(e as Error).message}`);
   }
+}
+
+/** Each entry is checked as it is given (the whole list is parsed again at start-up). */
+function metricsConfig(o: ServeOptions, value: string, flag: string): void {
+  try {
+    parseMetricsConfig([...o.metricsConfig, value]);
+  } catch (e) {
+    throw new UsageError(`Bad option: "--${flag}".\n${(e as Error).message}`);
+  }
+  o.metricsConfig.push(value);
 }
 
 const ignored = (help: string): FlagSpec => ({ arg: true, apply: () => undefined, help: `${help} (accepted for compatibility; no effect)` });
@@ -108,6 +119,14 @@ const FLAGS: Record<string, FlagSpec> = {
   'allow-metrics': { arg: 'bool', apply: (o, v, f) => (o.allowMetrics = bool(v, f)), help: 'serve Prometheus metrics (default true)' },
   'metrics-address': { arg: true, apply: (o, v) => (o.metricsAddress = v), help: 'metrics bind address (default: --http-address)' },
   'metrics-port': { arg: true, apply: (o, v, f) => (o.metricsPort = port(v, f)), help: 'metrics port, path /metrics (default 8002)' },
+  'allow-cpu-metrics': { arg: 'bool', apply: (o, v, f) => (o.allowCpuMetrics = bool(v, f)), help: 'export the CPU utilization and memory gauges (default true)' },
+  'allow-gpu-metrics': { arg: 'bool', apply: (o, v, f) => (o.allowGpuMetrics = bool(v, f)), help: 'GPU metrics (default true; Nereid reads no GPU, so none are exported)' },
+  'metrics-interval-ms': { arg: true, apply: (o, v, f) => (o.metricsIntervalMs = int(v, f, 1)), help: 'refresh interval of the polled metrics (CPU), ms (default 2000)' },
+  'metrics-config': {
+    arg: true,
+    apply: (o, v, f) => metricsConfig(o, v, f),
+    help: '<setting>=<value> (repeatable): counter_latencies, histogram_latencies, summary_latencies, summary_quantiles, nereid_histograms, latency_buckets_ms, batch_size_buckets, first_response_histogram_buckets',
+  },
   'allow-client-shm': { arg: 'bool', apply: (o, v, f) => (o.allowClientShm = bool(v, f)), help: 'client shared memory (not supported: must stay false)' },
   'http-restricted-api': {
     arg: true,
@@ -170,9 +189,6 @@ const FLAGS: Record<string, FlagSpec> = {
   'pinned-memory-pool-byte-size': ignored('pinned memory pool'),
   'cuda-memory-pool-byte-size': ignored('CUDA memory pool'),
   'min-supported-compute-capability': ignored('GPU filter'),
-  'allow-gpu-metrics': ignored('GPU metrics'),
-  'allow-cpu-metrics': ignored('CPU metrics'),
-  'metrics-interval-ms': ignored('metrics polling'),
   'rate-limit': ignored('rate limiter'),
 };
 

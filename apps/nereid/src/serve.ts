@@ -2,7 +2,6 @@ import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/back
 import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
 import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
-import { startMetricsServer } from '@nereid/metrics';
 import { SchedulerHost } from '@nereid/scheduler';
 import { createInMemoryTransport } from '@nereid/transport';
 import { WorkerHost } from '@nereid/worker';
@@ -10,6 +9,7 @@ import { defaultServeOptions, type ServeOptions } from './cli-options';
 import { ServerLogger } from './logger';
 import { startPolling } from './poller';
 import { loadStartupModels } from './startup';
+import { metricsOf, startMetricsEndpoint, statsSourceOf } from './metrics-endpoint';
 
 /** An ensemble step's answers, from the core back to the ensemble's sink: one object per step. */
 class StepObserver implements ResponseObserver {
@@ -64,6 +64,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
   };
   const logger = new ServerLogger(logSettings);
   const backends = defaultBackends(options);
+  // Prometheus families (prom-client), python custom metrics; none with --allow-metrics=false.
+  const metrics = metricsOf(options);
   const defaultMaxBatchSize = Number(options.backendConfig['']?.['default-max-batch-size'] ?? 4);
 
   // The worker calls back into the core (BLS, statistics); the core exists only after the worker.
@@ -75,6 +77,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       onBatch: (report) => core.onBatch(report),
     },
     logger.log,
+    metrics?.custom,
   );
   // Ensembles send their steps back through the core, each to its own model's scheduler.
   const scheduler = new SchedulerHost(worker, {
@@ -96,6 +99,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       defaultMaxBatchSize,
       gpuCount: 0,
       allowFileOverrides: options.allowModelFileOverrides,
+      statsObserver: metrics && ((model, version) => metrics.observerFor(model, version)),
       log: logger.log,
     },
     backends,
@@ -167,14 +171,11 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       grpcPort = grpc.port;
       logger.log('info', `Started GRPCInferenceService at ${options.grpcAddress}:${grpcPort}`);
     }
-    if (options.allowMetrics) {
-      const metrics = await startMetricsServer(core, manager, {
-        host: options.metricsAddress ?? options.httpAddress,
-        port: options.metricsPort,
-        pending: (key) => scheduler.pendingCount(key),
-      });
-      closers.push(() => metrics.close());
-      metricsPort = metrics.port;
+    if (metrics) {
+      metrics.attach(statsSourceOf(manager, scheduler));
+      const endpoint = await startMetricsEndpoint(metrics, options.metricsAddress ?? options.httpAddress, options.metricsPort);
+      closers.push(() => endpoint.close());
+      metricsPort = endpoint.port;
       logger.log('info', `Started Metrics Service at ${options.metricsAddress ?? options.httpAddress}:${metricsPort}`);
     }
     if (options.modelControlMode === 'poll' && options.repositoryPollSecs > 0) {

@@ -93,6 +93,11 @@ export class SchedulerHost implements SchedulerChannel {
     return this.schedulers.get(key)?.pendingCount ?? 0;
   }
 
+  /** Requests handed to an instance whose batch has not finished (metrics). */
+  inflightCount(key: ModelKey): number {
+    return this.schedulers.get(key)?.inflightCount ?? 0;
+  }
+
   /** Slots owned by a sequence, per loaded sequence-batched model version (diagnostics, tests). */
   sequenceSlotsInUse(): Map<ModelKey, number> {
     const inUse = new Map<ModelKey, number>();

@@ -1,4 +1,4 @@
-import type { AutoCompleteContext, BackendRegistry, InstanceSpec, ModelInstance, ReportExecution } from '@nereid/backends';
+import type { AutoCompleteContext, BackendRegistry, CustomMetricsPort, InstanceSpec, ModelInstance, ReportExecution } from '@nereid/backends';
 import type { ModelConfig, ModelInstanceGroup } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
 import type { ModelKey, WorkerCapacity, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
@@ -42,6 +42,8 @@ export class WorkerHost implements WorkerChannel {
     private readonly backends: BackendRegistry,
     private readonly services: WorkerServices,
     private readonly log: WorkerLog,
+    /** Where backends put their own metrics (python custom metrics); absent: nowhere. */
+    private readonly metrics?: CustomMetricsPort,
   ) {}
 
   async autoComplete(backend: string, ctx: AutoCompleteContext): Promise<ModelConfig> {
@@ -66,6 +68,7 @@ export class WorkerHost implements WorkerChannel {
             instance,
             infer: this.services.infer,
             log: modelLog,
+            metrics: this.metrics,
           }),
         );
       }

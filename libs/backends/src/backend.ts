@@ -1,5 +1,6 @@
 import type { ModelConfig } from '@nereid/model-config';
 import type { ExecutionItem, ExecutionStats, InferenceRequest, InferenceResponse } from '@nereid/protocol';
+import type { CustomMetricsPort } from './custom-metrics';
 
 export type { ExecutionItem, ExecutionStats };
 
@@ -38,6 +39,8 @@ export interface LoadContext {
   infer?: InferFn;
   /** Log sink tagged with the model. */
   log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
+  /** The server's metrics (python custom metrics, stub restarts); absent: none are kept. */
+  metrics?: CustomMetricsPort;
 }
 
 /** Calls a served model and collects its responses (final response last). */

@@ -375,6 +375,8 @@ function batchSizeOf(rt: VersionRuntime, request: InferenceRequest): number {
 class CoreSink implements ResponseSink {
   private done = false;
   private succeeded = false;
+  /** A response has been sent (the first-response time is recorded once). */
+  private responded = false;
   private stats: ExecutionStats | undefined;
 
   constructor(
@@ -399,6 +401,11 @@ class CoreSink implements ResponseSink {
     }
     const end = now();
     if (final) this.done = true;
+    // Triton's first-response histogram: the first response that carries one (decoupled models send several).
+    if (out && !this.responded) {
+      this.responded = true;
+      rt.stats.recordFirstResponse(nanos(end - item.enqueuedAt!));
+    }
     // The front door encodes the response here (JSON, protobuf): when that throws (an FP16 output
     // asked for as JSON, BYTES that are not UTF-8) the client must still get an answer, and the
     // request counts as failed. Thrown on, the error would land in the backend, which has no

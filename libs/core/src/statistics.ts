@@ -1,3 +1,4 @@
+import type { FailureReason, ModelCounts, StatsObserver } from '@nereid/metrics';
 import type { ComputeDurations } from '@nereid/protocol';
 import type { ModelStatistics, StatDuration } from './core';
 
@@ -21,9 +22,10 @@ interface BatchStat {
  * Counters of one model version, in the shape of Triton's statistics extension. As in Triton, a
  * successful request adds its duration and batch size (`recordSuccess`) and what its execution
  * cost (`recordExecution`: queue and compute phases); each model execution adds to the batch
- * statistics (`recordBatch`).
+ * statistics (`recordBatch`). An observer (the metrics' histograms and summaries) is told of each
+ * event as it is recorded.
  */
-export class ModelStatsRecorder {
+export class ModelStatsRecorder implements ModelCounts {
   lastInference = 0;
   inferenceCount = 0;
   executionCount = 0;
@@ -39,6 +41,7 @@ export class ModelStatsRecorder {
   constructor(
     readonly name: string,
     readonly version: number,
+    private readonly observer?: StatsObserver,
   ) {}
 
   /** A request of `batchSize` inferences finished successfully after `requestNs`. */
@@ -46,6 +49,7 @@ export class ModelStatsRecorder {
     this.lastInference = Date.now();
     this.inferenceCount += batchSize;
     add(this.success, requestNs);
+    this.observer?.success(requestNs, batchSize);
   }
 
   /** What the execution of a successful request cost: its time in the queue, then its compute phases. */
@@ -54,12 +58,19 @@ export class ModelStatsRecorder {
     add(this.computeInput, compute.inputNs);
     add(this.computeInfer, compute.inferNs);
     add(this.computeOutput, compute.outputNs);
+    this.observer?.execution(queueNs, compute);
   }
 
-  recordFailure(requestNs: number, reason: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER'): void {
+  recordFailure(requestNs: number, reason: FailureReason): void {
     this.lastInference = Date.now();
     add(this.fail, requestNs);
     this.failuresByReason.set(reason, (this.failuresByReason.get(reason) ?? 0) + 1);
+    this.observer?.failure(requestNs, reason);
+  }
+
+  /** A request's first response left `ns` after the request arrived. */
+  recordFirstResponse(ns: number): void {
+    this.observer?.firstResponse(ns);
   }
 
   /** One model execution of `batchSize` inferences and what its compute phases took. */
@@ -73,6 +84,7 @@ export class ModelStatsRecorder {
     add(b.compute_input, compute.inputNs);
     add(b.compute_infer, compute.inferNs);
     add(b.compute_output, compute.outputNs);
+    this.observer?.batch(batchSize);
   }
 
   snapshot(): ModelStatistics {

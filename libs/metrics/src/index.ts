@@ -1,2 +1,4 @@
-export * from './metrics-server';
-export * from './prometheus';
+export * from './custom-metrics';
+export * from './metrics-config';
+export * from './nereid-metrics';
+export * from './stats-port';

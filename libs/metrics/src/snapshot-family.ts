@@ -1,0 +1,82 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+export type Labels = Record<string, string | number>;
+
+export interface Sample {
+  labels: Labels;
+  value: number;
+}
+
+/** Reads a family's samples at scrape time. */
+export type ReadSamples = () => Sample[];
+
+/**
+ * A prom-client counter whose values are read at scrape time from counts kept elsewhere (the
+ * statistics the core keeps anyway): nothing is added per request, and a model that is unloaded
+ * leaves the exposition with its counts. Labels keep the order they are given in.
+ */
+export class SnapshotCounter extends Counter {
+  constructor(name: string, help: string, registry: Registry, private readonly read: ReadSamples) {
+    super({ name, help, registers: [registry] });
+  }
+
+  override async get(): ReturnType<Counter['get']> {
+    return { ...(await super.get()), values: this.read() };
+  }
+}
+
+/** A prom-client gauge read at scrape time (see SnapshotCounter). */
+export class SnapshotGauge extends Gauge {
+  constructor(name: string, help: string, registry: Registry, private readonly read: ReadSamples) {
+    super({ name, help, registers: [registry] });
+  }
+
+  override async get(): ReturnType<Gauge['get']> {
+    return { ...(await super.get()), values: this.read() };
+  }
+}
+
+/** One histogram's state: cumulative-free counts per bucket (upper bounds `buckets`), sum and count. */
+export interface HistogramSample {
+  labels: Labels;
+  buckets: readonly number[];
+  /** counts[i]: observations in (buckets[i-1], buckets[i]]; one more entry for +Inf. */
+  counts: readonly number[];
+  sum: number;
+  count: number;
+}
+
+/** The exposition lines of histogram samples (`_bucket{le}` cumulative, `_sum`, `_count`). */
+export function histogramValues(name: string, samples: HistogramSample[]): { metricName: string; labels: Labels; value: number }[] {
+  const out: { metricName: string; labels: Labels; value: number }[] = [];
+  for (const h of samples) {
+    let acc = 0;
+    h.buckets.forEach((le, i) => {
+      acc += h.counts[i] ?? 0;
+      out.push({ metricName: `${name}_bucket`, labels: { ...h.labels, le }, value: acc });
+    });
+    out.push({ metricName: `${name}_bucket`, labels: { ...h.labels, le: '+Inf' }, value: h.count });
+    out.push({ metricName: `${name}_sum`, labels: h.labels, value: h.sum });
+    out.push({ metricName: `${name}_count`, labels: h.labels, value: h.count });
+  }
+  return out;
+}
+
+/**
+ * A prom-client histogram whose samples are read at scrape time, each with its own buckets
+ * (a python model chooses the buckets of every metric it creates).
+ */
+export class SnapshotHistogram extends Histogram {
+  constructor(
+    private readonly family: string,
+    help: string,
+    registry: Registry,
+    private readonly read: () => HistogramSample[],
+  ) {
+    super({ name: family, help, registers: [registry], buckets: [] });
+  }
+
+  override async get(): ReturnType<Histogram['get']> {
+    return { ...(await super.get()), values: histogramValues(this.family, this.read()) };
+  }
+}
