@@ -1,5 +1,5 @@
 import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
-import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
+import { ModelRepositoryManager, NereidCore, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
 import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
 import { SchedulerHost } from '@nereid/scheduler';
@@ -111,18 +111,23 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       serverId: options.serverId,
       controlMode: options.modelControlMode,
       strictReadiness: options.strictReadiness,
+      clientSharedMemory: options.allowClientShm,
       logSettings,
     },
     manager,
     transport.scheduler,
   );
 
+  // Client system shared memory, one set of regions for both front doors (--allow-client-shm).
+  const sharedMemory = new SystemSharedMemory({ enabled: options.allowClientShm });
   const closers: (() => Promise<void>)[] = [];
   const close = async (): Promise<void> => {
     // Readiness turns false first; the front doors then drain together (none waits for another's
     // clients), and the models are unloaded once every in-flight request is answered.
     core.setReady(false);
     await Promise.all(closers.map((c) => c().catch(() => undefined)));
+    // Every region unregistered once the front doors have answered their last request.
+    sharedMemory.close();
     await manager.unloadAll();
     await scheduler.closeAll();
     await worker.close();
@@ -143,6 +148,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
         allowClientShm: options.allowClientShm,
+        sharedMemory,
         restrictedApis: options.httpRestrictedApis,
         authTokens,
         limits: {
@@ -165,6 +171,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
         shutdownGraceMs: options.exitTimeoutSecs * 1000,
         restrictedProtocols: options.grpcRestrictedProtocols,
+        sharedMemory,
         authTokens,
       });
       closers.push(() => grpc.close());
