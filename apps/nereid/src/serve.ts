@@ -1,7 +1,8 @@
 import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
-import { ModelRepositoryManager, NereidCore, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
+import { ModelRepositoryManager, NereidCore, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
 import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
+import { RemoteRepositories } from '@nereid/repository';
 import { SchedulerHost } from '@nereid/scheduler';
 import { createInMemoryTransport } from '@nereid/transport';
 import { WorkerHost } from '@nereid/worker';
@@ -63,6 +64,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     log_format: options.logFormat,
   };
   const logger = new ServerLogger(logSettings);
+  // Cloud repositories (s3://, gs://, as://) are served from local copies, synced before each scan.
+  const repositories = new RemoteRepositories(options.modelRepositories, { log: logger.log });
   const backends = defaultBackends(options);
   // Prometheus families (prom-client), python custom metrics; none with --allow-metrics=false.
   const metrics = metricsOf(options);
@@ -93,7 +96,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
   const transport = createInMemoryTransport(scheduler, worker);
   const manager = new ModelRepositoryManager(
     {
-      repositories: options.modelRepositories,
+      repositories: repositories.localPaths(),
+      prepareRepositories: repositories.hasRemote ? () => repositories.prepare() : undefined,
       autoComplete: options.autoComplete,
       modelConfigName: options.modelConfigName,
       defaultMaxBatchSize,
@@ -111,26 +115,22 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       serverId: options.serverId,
       controlMode: options.modelControlMode,
       strictReadiness: options.strictReadiness,
-      clientSharedMemory: options.allowClientShm,
       logSettings,
     },
     manager,
     transport.scheduler,
   );
 
-  // Client system shared memory, one set of regions for both front doors (--allow-client-shm).
-  const sharedMemory = new SystemSharedMemory({ enabled: options.allowClientShm });
   const closers: (() => Promise<void>)[] = [];
   const close = async (): Promise<void> => {
     // Readiness turns false first; the front doors then drain together (none waits for another's
     // clients), and the models are unloaded once every in-flight request is answered.
     core.setReady(false);
     await Promise.all(closers.map((c) => c().catch(() => undefined)));
-    // Every region unregistered once the front doors have answered their last request.
-    sharedMemory.close();
     await manager.unloadAll();
     await scheduler.closeAll();
     await worker.close();
+    await repositories.close();
   };
   try {
     await loadStartupModels(manager, options, logger.log);
@@ -148,7 +148,6 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
         allowClientShm: options.allowClientShm,
-        sharedMemory,
         restrictedApis: options.httpRestrictedApis,
         authTokens,
         limits: {
@@ -171,7 +170,6 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
         shutdownGraceMs: options.exitTimeoutSecs * 1000,
         restrictedProtocols: options.grpcRestrictedProtocols,
-        sharedMemory,
         authTokens,
       });
       closers.push(() => grpc.close());

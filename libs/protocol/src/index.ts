@@ -5,4 +5,3 @@ export * from './echo';
 export * from './request-errors';
 export * from './own-keys';
 export * from './control-chars';
-export * from './shared-memory-errors';
