@@ -13,6 +13,12 @@ export interface HttpLimits {
    * stops being read until an answer is written (http/pipelining.ts).
    */
   maxUnansweredPerConnection: number;
+  /**
+   * `--http-max-inflight-body-bytes`: bytes of request bodies (and of their inflated forms) held at
+   * once by all requests together; beyond it a body waits for room, and is answered 503 when none
+   * comes within half the request timeout (at most 30 s) (http/body-budget.ts).
+   */
+  maxInflightBodyBytes: number;
 }
 
 export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
@@ -20,7 +26,14 @@ export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
   headerTimeoutSecs: 30,
   maxConnections: 4096,
   maxUnansweredPerConnection: 16,
+  maxInflightBodyBytes: 128 * 1024 * 1024,
 };
+
+/** How long a body waits for room in the budget: half the request timeout, at most 30 s. */
+export function bodyWaitMs(limits: Pick<HttpLimits, 'requestTimeoutSecs'>): number {
+  const half = (limits.requestTimeoutSecs * 1000) / 2;
+  return half > 0 ? Math.min(half, 30_000) : 30_000;
+}
 
 /** Node's options for the limits. Node allows no header timeout above the request timeout. */
 export function serverOptionsFor(limits: Pick<HttpLimits, 'requestTimeoutSecs' | 'headerTimeoutSecs'>): http.ServerOptions {

@@ -35,22 +35,32 @@ describe('decodeBody', () => {
 
   it('stops a gzip bomb as soon as the output passes the limit, in Triton words', async () => {
     const bomb = gzipBomb(16 * 1024 * 1024, 4); // 64 MiB inflated from ~64 KiB
-    let peak = 0;
-    const error = await errorOf(decodeBody(bomb, 'gzip', limit, (n) => (peak = Math.max(peak, n))));
+    // The chunks kept: the one that passes the limit is dropped, not handed on.
+    let kept = 0;
+    const error = await errorOf(decodeBody(bomb, 'gzip', limit, (n) => void (kept += n)));
     expect(error).toBeInstanceOf(InferenceError);
     expect(error.message).toBe(
       `Decompressed data size exceeds the maximum allowed value of ${limit} bytes. Use --http-max-input-size to increase the limit.`,
     );
-    expect(peak).toBeGreaterThan(limit);
-    expect(peak).toBeLessThanOrEqual(limit + INFLATE_CHUNK);
+    expect(kept).toBeGreaterThan(limit - INFLATE_CHUNK);
+    expect(kept).toBeLessThanOrEqual(limit);
+  });
+
+  it('stops inflating at the first chunk its observer refuses, with the observer\'s error', async () => {
+    const bomb = gzipBomb(16 * 1024 * 1024, 4);
+    let kept = 0;
+    const refusal = InferenceError.unavailable('no room');
+    const error = await errorOf(decodeBody(bomb, 'gzip', limit, (n) => (kept + n > 3 * INFLATE_CHUNK ? refusal : void (kept += n))));
+    expect(error).toBe(refusal);
+    expect(kept).toBeLessThanOrEqual(3 * INFLATE_CHUNK);
   });
 
   it('bounds 64 concurrent bombs to the limit each', async () => {
     const bomb = zlib.deflateSync(Buffer.alloc(8 * 1024 * 1024), { level: 9 });
     const peaks = new Array<number>(64).fill(0);
-    const errors = await Promise.all(peaks.map((_, i) => errorOf(decodeBody(bomb, 'deflate', limit, (n) => (peaks[i] = n)))));
+    const errors = await Promise.all(peaks.map((_, i) => errorOf(decodeBody(bomb, 'deflate', limit, (n) => void (peaks[i] += n)))));
     for (const e of errors) expect(e.message).toMatch(/^Decompressed data size exceeds the maximum allowed value/);
-    for (const p of peaks) expect(p).toBeLessThanOrEqual(limit + INFLATE_CHUNK);
+    for (const p of peaks) expect(p).toBeLessThanOrEqual(limit);
   });
 
   it('answers a corrupt body as an invalid argument and an unknown encoding as unsupported', async () => {

@@ -21,24 +21,27 @@ export const INFLATE_CHUNK = 64 * 1024;
 /**
  * Decompresses a request body per Content-Encoding (gzip, deflate, identity). Inflation stops at
  * the first chunk that takes the output past `maxSize` (a small bomb is refused after at most
- * `maxSize + INFLATE_CHUNK` bytes, and what was inflated is dropped at once). `onInflated` sees the
- * running count of inflated bytes after each chunk.
+ * `maxSize + INFLATE_CHUNK` bytes, and what was inflated is dropped at once). `onChunk` sees the
+ * size of each inflated chunk before it is kept, and may refuse it (an error ends the inflation).
  */
 export async function decodeBody(
   body: Buffer,
   encoding: string | undefined,
   maxSize: number,
-  onInflated?: (bytes: number) => void,
+  onChunk?: OnInflated,
 ): Promise<Buffer> {
   const enc = (encoding ?? '').trim().toLowerCase();
   if (!enc || enc === 'identity') return body;
   if (enc !== 'gzip' && enc !== 'deflate') {
     throw new HeaderedError(InferenceError.unsupported('Unsupported compression type'), { 'Accept-Encoding': 'gzip, deflate' });
   }
-  return inflateBounded(body, enc, maxSize, onInflated);
+  return inflateBounded(body, enc, maxSize, onChunk);
 }
 
-function inflateBounded(body: Buffer, enc: 'gzip' | 'deflate', maxSize: number, onInflated?: (bytes: number) => void): Promise<Buffer> {
+/** Sees each inflated chunk's size; an error refuses it. */
+export type OnInflated = (bytes: number) => InferenceError | undefined;
+
+function inflateBounded(body: Buffer, enc: 'gzip' | 'deflate', maxSize: number, onChunk?: OnInflated): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const options = { chunkSize: INFLATE_CHUNK };
     const inflater = enc === 'gzip' ? zlib.createGunzip(options) : zlib.createInflate(options);
@@ -60,8 +63,9 @@ function inflateBounded(body: Buffer, enc: 'gzip' | 'deflate', maxSize: number, 
     inflater.on('data', (chunk: Buffer) => {
       if (done) return;
       total += chunk.length;
-      onInflated?.(total);
       if (total > maxSize) return finish(HttpRequestErrors.decompressedTooLarge(maxSize));
+      const refused = onChunk?.(chunk.length);
+      if (refused) return finish(refused);
       chunks.push(chunk);
     });
     inflater.on('error', (e: Error) => finish(InferenceError.invalidArg(`failed to decompress the request body (${enc}): ${e.message}`)));

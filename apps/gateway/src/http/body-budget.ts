@@ -1,0 +1,135 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InferenceError } from '@nereid/protocol';
+
+/**
+ * One budget for the bytes of request bodies the HTTP front door holds at once
+ * (`--http-max-inflight-body-bytes`), so that many bodies together cannot take the memory that the
+ * per-body limit (`--http-max-input-size`) allows each: 64 gzip bombs at once, each inflated up to
+ * the limit before it is refused, took node to 4.5 GB (issue 16, attack 2).
+ *
+ * A body whose length is declared (Content-Length) is charged whole before a byte of it is read:
+ * it goes on at once, or waits in line (its bytes stay in the socket) until earlier bodies are
+ * released, and is answered 503 after `maxWaitMs`. Bytes that grow as they arrive (a chunked body,
+ * the output of an inflater) are charged as they come and refused at once when they do not fit,
+ * so that bodies that each hold part of the budget never wait for one another. A request's charge
+ * is released when its response closes (the model may read the body until it answers).
+ */
+export class BodyBudget {
+  private used = 0;
+  private readonly line: Waiter[] = [];
+  /** One 'close' listener for every charged response, with the response as `this`. */
+  private readonly onClose: (this: ChargedResponse) => void;
+
+  constructor(
+    /** Bytes held at most; a single body larger than the budget is taken only while nothing else is held. */
+    readonly limit: number,
+    /** How long a declared body waits for room before 503. */
+    private readonly maxWaitMs: number,
+  ) {
+    const budget = this;
+    this.onClose = function (this: ChargedResponse) {
+      budget.closed(this);
+    };
+  }
+
+  /** Bytes charged now. */
+  get inUse(): number {
+    return this.used;
+  }
+
+  /**
+   * Charges the request's declared body to `res` and calls `go` once it fits (at once when it does),
+   * or `go` with a 503 after the wait. A request without a declared length goes at once.
+   */
+  admit(req: IncomingMessage, res: ServerResponse, go: Go): void {
+    const header = req.headers['content-length'];
+    const declared = header === undefined ? 0 : Number(header);
+    const charged = res as ChargedResponse;
+    charged[CHARGE] = { bytes: 0 };
+    res.once('close', this.onClose);
+    if (!(declared > 0)) return go(req, res);
+    if (this.line.length === 0 && this.fits(declared)) {
+      this.take(charged, declared);
+      return go(req, res);
+    }
+    const waiter: Waiter = { req, res: charged, bytes: declared, go, timer: undefined };
+    waiter.timer = setTimeout(() => {
+      this.leaveLine(waiter);
+      go(req, res, this.exhausted());
+    }, this.maxWaitMs);
+    charged[CHARGE]!.waiter = waiter;
+    this.line.push(waiter);
+  }
+
+  /** Charges `bytes` more to `res` (admitted before) if they fit now; the 503 to answer when they do not. */
+  grow(res: ServerResponse, bytes: number): InferenceError | undefined {
+    const charged = res as ChargedResponse;
+    if (charged[CHARGE] === undefined || (this.line.length === 0 && this.fits(bytes))) {
+      if (charged[CHARGE]) this.take(charged, bytes);
+      return undefined;
+    }
+    return this.exhausted();
+  }
+
+  private exhausted(): InferenceError {
+    return InferenceError.unavailable(
+      `the server holds its limit of ${this.limit} bytes of request bodies (--http-max-inflight-body-bytes); try again later`,
+    );
+  }
+
+  private fits(bytes: number): boolean {
+    return this.used + bytes <= this.limit || this.used === 0;
+  }
+
+  private take(res: ChargedResponse, bytes: number): void {
+    this.used += bytes;
+    res[CHARGE]!.bytes += bytes;
+  }
+
+  private closed(res: ChargedResponse): void {
+    const charge = res[CHARGE];
+    if (!charge) return;
+    res[CHARGE] = undefined;
+    if (charge.waiter) this.leaveLine(charge.waiter);
+    this.used -= charge.bytes;
+    this.serveLine();
+  }
+
+  private leaveLine(waiter: Waiter): void {
+    clearTimeout(waiter.timer);
+    const at = this.line.indexOf(waiter);
+    if (at !== -1) this.line.splice(at, 1);
+    const charge = waiter.res[CHARGE];
+    if (charge) charge.waiter = undefined;
+  }
+
+  /** First come, first served: a large body at the head is not overtaken by smaller ones. */
+  private serveLine(): void {
+    while (this.line.length > 0 && this.fits(this.line[0].bytes)) {
+      const waiter = this.line[0];
+      this.leaveLine(waiter);
+      this.take(waiter.res, waiter.bytes);
+      waiter.go(waiter.req, waiter.res);
+    }
+  }
+}
+
+const CHARGE = Symbol('nereid.bodyCharge');
+
+interface Charge {
+  bytes: number;
+  waiter?: Waiter;
+}
+
+type ChargedResponse = ServerResponse & { [CHARGE]?: Charge };
+
+/** Goes on with a request admitted (`error`: refused). */
+export type Go = (req: IncomingMessage, res: ServerResponse, error?: InferenceError) => void;
+
+interface Waiter {
+  req: IncomingMessage;
+  res: ChargedResponse;
+  bytes: number;
+  go: Go;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
