@@ -82,6 +82,20 @@ export function describeCloudRepository(store: string, start: () => Promise<Clou
     });
   });
 
+  describe(`${store} repository in explicit mode`, () => {
+    it('loads a model put in the bucket after start-up', async () => {
+      const server = await startTestServer({ modelRepositories: [emu.repository('explicit')], modelControlMode: 'explicit' });
+      try {
+        await emu.upload(path.join(MODELS, 'simple'), 'explicit/simple');
+        const load = await postJson(`${server.http}/v2/repository/models/simple/load`);
+        expect(load.status).toBe(200);
+        expect((await postJson(`${server.http}/v2/models/simple/infer`, request)).status).toBe(200);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+
   describe(`${store} repository that cannot be read`, () => {
     it('fails start-up naming the repository, without credentials', async () => {
       const url = emu.repository('repo').replace('/models', '/no-such-bucket');

@@ -65,7 +65,11 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
   };
   const logger = new ServerLogger(logSettings);
   // Cloud repositories (s3://, gs://, as://) are served from local copies, synced before each scan.
-  const repositories = new RemoteRepositories(options.modelRepositories, { log: logger.log });
+  // In poll mode a poll's scan and the loads it starts share one listing; an explicit load always lists.
+  const repositories = new RemoteRepositories(options.modelRepositories, {
+    log: logger.log,
+    reuseMs: options.modelControlMode === 'poll' ? Math.min(1000, options.repositoryPollSecs * 500) : 0,
+  });
   const backends = defaultBackends(options);
   // Prometheus families (prom-client), python custom metrics; none with --allow-metrics=false.
   const metrics = metricsOf(options);

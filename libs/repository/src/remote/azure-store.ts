@@ -28,6 +28,12 @@ export class AzureStore implements RemoteStore {
       // Required on first use only: a server with local repositories never loads the SDK.
       const sdk = await import('@azure/storage-blob');
       const pipelineOptions = { retryOptions: { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2000 } };
+      const authType = this.env.AZURE_STORAGE_AUTH_TYPE;
+      if (authType && authType !== 'key') {
+        throw new Error(
+          `AZURE_STORAGE_AUTH_TYPE=${authType} is not supported: use AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, or AZURE_STORAGE_CONNECTION_STRING`,
+        );
+      }
       const cs = this.env.AZURE_STORAGE_CONNECTION_STRING;
       let service;
       if (cs) {

@@ -39,7 +39,10 @@ interface Remote {
 export interface RemoteRepositoriesOptions {
   env?: NodeJS.ProcessEnv;
   log?: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
-  /** A sync finished this recently is reused (ms): a poll's scan and its loads list the store once. Default 1000. */
+  /**
+   * A sync finished this recently is reused (ms), so that a poll's scan and the loads it starts list
+   * each store once. Default 0: every scan lists (an explicit load must see the bucket as it is).
+   */
   reuseMs?: number;
 }
 
@@ -60,7 +63,7 @@ export class RemoteRepositories {
     private readonly options: RemoteRepositoriesOptions = {},
   ) {
     const env = options.env ?? process.env;
-    this.reuseMs = options.reuseMs ?? 1000;
+    this.reuseMs = options.reuseMs ?? 0;
     this.paths = repositories.map((repo, i) => {
       if (!isRemoteRepository(repo)) return repo;
       const location = parseRemoteRepository(repo);
