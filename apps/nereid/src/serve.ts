@@ -81,6 +81,12 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     backends,
     {
       infer: (request, onResponse) => core.inferAll(request, onResponse),
+      // pb_utils.load_model & co.: the repository API's load and unload (explicit mode, once started).
+      models: {
+        load: (name, config, files) => core.loadModel(name, { config: config || undefined, files: files.size > 0 ? new Map(files) : undefined }),
+        unload: (name, unloadDependents) => core.unloadModel(name, unloadDependents),
+        isReady: (name, version) => core.isModelReady(name, version),
+      },
       onBatch: (report) => core.onBatch(report),
     },
     logger.log,
@@ -119,6 +125,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       serverId: options.serverId,
       controlMode: options.modelControlMode,
       strictReadiness: options.strictReadiness,
+      log: logger.log,
       logSettings,
     },
     manager,

@@ -67,6 +67,7 @@ export class WorkerHost implements WorkerChannel {
             version: spec.version,
             instance,
             infer: this.services.infer,
+            models: this.services.models,
             log: modelLog,
             metrics: this.metrics,
           }),

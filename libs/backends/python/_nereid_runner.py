@@ -68,12 +68,14 @@ class ModelRunner:
         self._loop = None
 
     def initialize(self, args):
+        self.runtime.model_control_allowed = True  # pb_utils.load_model & co.: initialize and execute
         if hasattr(self.model, "initialize"):
             self.model.initialize(args)
         self.runtime.bls_allowed = True
 
     def finalize(self):
         self.runtime.bls_allowed = False
+        self.runtime.model_control_allowed = False
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
         if hasattr(self.model, "finalize"):

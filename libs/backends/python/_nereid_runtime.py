@@ -24,6 +24,8 @@ _new_object = object.__new__
 _LOG_LEVELS = {0: "info", 1: "warn", 2: "error", 3: "verbose"}
 _MSG_BLS_RESULT = ipc.MSG_BLS_RESULT
 _MSG_CANCEL = ipc.MSG_CANCEL
+_MSG_MODEL_CONTROL = 30  # see _nereid_model_control
+_MSG_MODEL_CONTROL_RESULT = 31
 
 
 def decode_tensors(conn, descs, blob):
@@ -178,6 +180,24 @@ class Runtime:
         else:
             channel.put((response, final))
 
+    # -- model control (pb_utils.load_model / unload_model / is_model_ready) ------------------
+    def model_control(self, header, builder=None):
+        """Sends one MODEL_CONTROL request and waits for the server's answer (a dict)."""
+        with self._lock:
+            self._next_bls += 1
+            call_id = self._next_bls
+            future = concurrent.futures.Future()
+            self._pending[call_id] = future
+        header["id"] = call_id
+        self.conn.send(_MSG_MODEL_CONTROL, header, builder)
+        return self.wait_future(future)
+
+    def _on_model_control_result(self, header):
+        with self._lock:
+            future = self._pending.pop(header["id"], None)
+        if future is not None:
+            future.set_result(header)
+
     # -- logs ------------------------------------------------------------------------------
     def log(self, level, message, filename, line):
         text = "%s:%d] %s" % (os.path.basename(filename), line, message)
@@ -205,6 +225,8 @@ class Runtime:
             msg_type = frame[0]
             if msg_type == _MSG_BLS_RESULT:
                 return self._on_bls_result(frame[1], frame[2])
+            if msg_type == _MSG_MODEL_CONTROL_RESULT:
+                return self._on_model_control_result(frame[1])
             if msg_type == _MSG_CANCEL:
                 header = frame[1]
                 with self._lock:

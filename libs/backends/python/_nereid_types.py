@@ -335,21 +335,3 @@ class MetricFamily:
         if self.kind != MetricFamily.HISTOGRAM and buckets is not None:
             raise TritonModelException("Failed to create metric. Unexpected buckets found.")
         return Metric(self.kind, labels, buckets)
-
-
-def _model_control_unsupported(name):
-    raise TritonModelException(
-        "%s is not supported by Nereid's python backend: use the repository API "
-        "(POST /v2/repository/models/<model>/load) instead." % name)
-
-
-def load_model(model_name, config="", files=None):
-    _model_control_unsupported("load_model")
-
-
-def unload_model(model_name, unload_dependents=False):
-    _model_control_unsupported("unload_model")
-
-
-def is_model_ready(model_name, model_version=""):
-    _model_control_unsupported("is_model_ready")

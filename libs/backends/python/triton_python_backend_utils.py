@@ -22,10 +22,8 @@ from _nereid_types import (  # noqa: F401  (re-exported API)
     TritonModelException,
     TRITONSERVER_MEMORY_CPU,
     TRITONSERVER_MEMORY_GPU,
-    is_model_ready,
-    load_model,
-    unload_model,
 )
+from _nereid_model_control import is_model_ready, load_model, unload_model  # noqa: F401  (re-exported API)
 
 TRITON_STRING_TO_NUMPY = {
     "TYPE_BOOL": bool,

@@ -1,4 +1,5 @@
 import type { ModelConfig } from '@nereid/model-config';
+import type { ModelControl } from './model-control';
 import type { ExecutionItem, ExecutionStats, InferenceRequest, InferenceResponse } from '@nereid/protocol';
 import type { CustomMetricsPort } from './custom-metrics';
 
@@ -37,6 +38,8 @@ export interface LoadContext {
   instance: InstanceSpec;
   /** Calls any model served by this server (BLS). */
   infer?: InferFn;
+  /** Loads, unloads and checks models (python `pb_utils.load_model` & co.); absent: not offered. */
+  models?: ModelControl;
   /** Log sink tagged with the model. */
   log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
   /** The server's metrics (python custom metrics, stub restarts); absent: none are kept. */

@@ -1,4 +1,5 @@
 export * from './backend';
+export * from './model-control';
 export * from './custom-metrics';
 export * from './registry';
 export * from './onnxruntime';

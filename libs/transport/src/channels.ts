@@ -1,4 +1,4 @@
-import type { AutoCompleteContext, InferFn } from '@nereid/backends';
+import type { AutoCompleteContext, InferFn, ModelControl } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
 import type { ComputeDurations, ExecutionItem } from '@nereid/protocol';
 
@@ -59,5 +59,7 @@ export interface SchedulerChannel {
 export interface WorkerServices {
   /** BLS / ensemble calls back into the server. */
   infer: InferFn;
+  /** Model management by models (python `pb_utils.load_model` & co.); absent: not offered. */
+  models?: ModelControl;
   onBatch(report: BatchReport): void;
 }

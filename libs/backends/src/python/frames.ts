@@ -29,6 +29,10 @@ export const MSG = {
   FINALIZED: 15,
   AUTOCOMPLETE_DONE: 16,
   BLS_CANCEL: 17,
+  /** Stub -> server: `pb_utils.load_model` / `unload_model` / `is_model_ready` (model-control-bridge.ts). */
+  MODEL_CONTROL: 30,
+  /** Server -> stub: its answer. */
+  MODEL_CONTROL_RESULT: 31,
   RELEASE: 20,
 } as const;
 

@@ -1,6 +1,7 @@
 import { InferenceError, nanos, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import { ignoreExecution, type LoadContext, type ModelInstance, type ReportExecution } from '../backend';
 import { BlsBridge } from './bls-bridge';
+import { ModelControlBridge } from './model-control-bridge';
 import { BlobBuilder, MSG, type Frame } from './frames';
 import { initArgs } from './init-args';
 import { OpenRequests } from './open-requests';
@@ -66,6 +67,7 @@ export class PythonModelInstance implements ModelInstance {
   private readMs = 0;
   private readonly open: OpenRequests;
   private readonly bls: BlsBridge;
+  private readonly control: ModelControlBridge;
   private readonly modelName: string;
   /**
    * Outputs asked for when a request names none: the config's and each implicit state's output
@@ -85,6 +87,12 @@ export class PythonModelInstance implements ModelInstance {
     this.bls = new BlsBridge({
       infer: opts.ctx.infer,
       send: (type, header, blob) => this.proc.send(type, header, blob),
+      shm: () => this.proc.shm,
+    });
+    this.control = new ModelControlBridge({
+      models: opts.ctx.models,
+      modelName: this.modelName,
+      send: (type, header) => this.proc.send(type, header),
       shm: () => this.proc.shm,
     });
   }
@@ -274,6 +282,8 @@ export class PythonModelInstance implements ModelInstance {
     switch (frame.type) {
       case MSG.BLS_REQUEST:
         return this.bls.onRequest(h, frame.blob);
+      case MSG.MODEL_CONTROL:
+        return this.control.onRequest(h, frame.blob);
       case MSG.BLS_CANCEL:
         this.bls.cancel(h.id as number);
         break;
