@@ -505,11 +505,11 @@ describe('statistics, repository, settings, shared memory', () => {
     await call(client, 'LogSettings', { settings: { log_verbose_level: { uint32_param: 0 } } });
   });
 
-  it('shared memory is not offered: clear UNIMPLEMENTED status, empty status lists', async () => {
+  it('shared memory is off by default: UNIMPLEMENTED in Triton words, empty status lists', async () => {
     for (const method of ['SystemSharedMemoryRegister', 'CudaSharedMemoryRegister', 'SystemSharedMemoryUnregister']) {
       const err = await callError(client, method, { name: 'r', key: '/k', byte_size: 64 });
       expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
-      expect(err.details).toMatch(/^shared memory is not supported by this server/);
+      expect(err.details).toBe("Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
     }
     expect(await call(client, 'SystemSharedMemoryStatus', {})).toEqual({ regions: {} });
     expect(await call(client, 'CudaSharedMemoryStatus', {})).toEqual({ regions: {} });

@@ -69,7 +69,7 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
-  const fastPath = new InferFastPath(core, options.maxInputSize);
+  const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory);
   const guard = new ApiGuard(options.restrictedApis);
   const tokens = options.authTokens;
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };

@@ -1,3 +1,4 @@
+import type { SystemSharedMemory } from '@nereid/core';
 import type { TokenStore } from './auth-tokens';
 import type { Restriction } from './restrictions';
 
@@ -12,6 +13,8 @@ export interface GatewayOptions {
   maxInputSize: number;
   /** `--allow-client-shm`. */
   allowClientShm: boolean;
+  /** The server's client system shared memory regions (shared with gRPC); none: no region is known. */
+  sharedMemory?: SystemSharedMemory;
   /** `--http-restricted-api`: groups that need a header. */
   restrictedApis?: readonly Restriction[];
   /** `--auth-tokens-file`: bearer tokens and the groups each opens. */

@@ -127,7 +127,7 @@ const FLAGS: Record<string, FlagSpec> = {
     apply: (o, v, f) => metricsConfig(o, v, f),
     help: '<setting>=<value> (repeatable): counter_latencies, histogram_latencies, summary_latencies, summary_quantiles, nereid_histograms, latency_buckets_ms, batch_size_buckets, first_response_histogram_buckets',
   },
-  'allow-client-shm': { arg: 'bool', apply: (o, v, f) => (o.allowClientShm = bool(v, f)), help: 'client shared memory (not supported: must stay false)' },
+  'allow-client-shm': { arg: 'bool', apply: (o, v, f) => (o.allowClientShm = bool(v, f)), help: 'let clients register system shared memory regions under /dev/shm and use them for tensors (default false)' },
   'http-restricted-api': {
     arg: true,
     apply: (o, v, f) => restriction(v, f, o.httpRestrictedApis),
@@ -236,7 +236,6 @@ export function parseServeArgs(argv: readonly string[]): ServeOptions {
   if (o.loadModels.includes('*') && o.loadModels.length > 1) {
     throw new UsageError("Error: '--load-model=*' must be the only '--load-model' given.");
   }
-  if (o.allowClientShm) throw new UsageError('Bad option: "--allow-client-shm".\nclient shared memory is not supported by Nereid');
   if (o.modelControlMode !== 'poll') o.repositoryPollSecs = 0;
   return o;
 }

@@ -6,3 +6,4 @@ export * from './repository-api';
 export * from './repository-api-words';
 export * from './request-validation';
 export * from './statistics';
+export * from './shared-memory';

@@ -48,8 +48,17 @@ export const EXTENSIONS = [
   'logging',
 ];
 
+/** The extensions a server lists: EXTENSIONS, with `system_shared_memory` (Triton's place) when client shared memory is on. */
+export function extensionsOf(clientSharedMemory: boolean): string[] {
+  if (!clientSharedMemory) return EXTENSIONS;
+  const at = EXTENSIONS.indexOf('model_configuration') + 1;
+  return [...EXTENSIONS.slice(0, at), 'system_shared_memory', ...EXTENSIONS.slice(at)];
+}
+
 export interface CoreOptions {
   serverId: string;
+  /** `--allow-client-shm`: `system_shared_memory` is listed among the extensions. */
+  clientSharedMemory?: boolean;
   controlMode: 'none' | 'explicit' | 'poll';
   strictReadiness: boolean;
   logSettings: LogSettings;
@@ -83,7 +92,7 @@ export class NereidCore implements InferenceCore {
   }
 
   serverMetadata(): ServerMetadata {
-    return { name: this.options.serverId, version: SERVER_VERSION, extensions: EXTENSIONS };
+    return { name: this.options.serverId, version: SERVER_VERSION, extensions: extensionsOf(this.options.clientSharedMemory ?? false) };
   }
 
   isLive(): boolean {

@@ -5,3 +5,4 @@ export * from './echo';
 export * from './request-errors';
 export * from './own-keys';
 export * from './control-chars';
+export * from './shared-memory-errors';

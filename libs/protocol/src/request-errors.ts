@@ -209,8 +209,6 @@ export const HttpRequestErrors = {
   reservedParameter: () =>
     invalid("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."),
 
-  shmRegionNotFound: (region: string) => invalid(`Unable to find shared memory region: '${echo(region)}'`),
-
   /** A JSON body (no Inference-Header-Content-Length, or its JSON part) over --http-max-input-size. */
   requestJsonTooLarge: (size: number, limit: number) =>
     invalid(
@@ -292,20 +290,6 @@ export const GrpcRequestErrors = {
   /** Nereid's own: Triton ignores raw contents beyond the inputs that take them. */
   extraRawContents: (used: number, sent: number, model: string) =>
     invalid(`expected ${used} raw_input_contents entries (one per input without contents) for model '${echo(model)}', got ${sent}`),
-} as const;
-
-/** Extensions Nereid does not offer (and does not list in server metadata). */
-export const UnsupportedErrors = {
-  /**
-   * Register/unregister of system or CUDA shared memory. Triton's words ("Client shared memory is
-   * disabled. Start the server with '--allow-client-shm=true' to enable.") point to a flag that
-   * Nereid refuses, so these say what works instead.
-   */
-  sharedMemory: () =>
-    InferenceError.unsupported(
-      'shared memory is not supported by this server: send tensor data in the request instead ' +
-        '(binary tensor data over HTTP, raw_input_contents over gRPC)',
-    ),
 } as const;
 
 /**

@@ -1,5 +1,5 @@
 import { Server, ServerCredentials, ServerInterceptingCall, status, type ChannelOptions, type Metadata, type ServerInterceptor } from '@grpc/grpc-js';
-import type { InferenceCore } from '@nereid/core';
+import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
 import { grpcGroupOf } from '../api-groups';
 import type { TokenStore } from '../auth-tokens';
 import { ApiGuard, type Restriction } from '../restrictions';
@@ -61,6 +61,8 @@ export interface GrpcServerOptions {
   authTokens?: TokenStore;
   /** Folder holding grpc_service.proto, model_config.proto and health.proto. Default: repo `proto/`. */
   protoDir?: string;
+  /** The server's client system shared memory regions (shared with HTTP); none: no region is known. */
+  sharedMemory?: SystemSharedMemory;
 }
 
 export interface GrpcServerHandle {
@@ -161,10 +163,10 @@ export async function startGrpcServer(core: InferenceCore, options: GrpcServerOp
   const server = new Server({ ...channelOptionsOf(options), ...(interceptor ? { interceptors: [interceptor] } : {}) });
   server.addService(services.inference, {
     ...metadataHandlers(core),
-    ...inferHandlers(core),
+    ...inferHandlers(core, options.sharedMemory),
     ...repositoryHandlers(core),
     ...settingsHandlers(core),
-    ...sharedMemoryHandlers(),
+    ...sharedMemoryHandlers(options.sharedMemory),
   });
   server.addService(services.health, healthHandlers(core));
   const port = await bind(server, formatAddress(options.host, options.port));

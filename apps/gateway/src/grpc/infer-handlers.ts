@@ -1,8 +1,8 @@
 import type { handleUnaryCall, sendUnaryData, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { InferenceCore } from '@nereid/core';
+import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
 import { InferenceError } from '@nereid/protocol';
 import { toServiceError } from './grpc-status';
-import { decodeInferRequest } from './infer-request';
+import { decodeInferRequest, releaseSharedOutputs, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
 import { LazyAbort } from './lazy-abort';
 import { handleStreamInfer } from './stream-infer';
@@ -14,7 +14,7 @@ export const DECOUPLED_UNARY_MESSAGE = "ModelInfer RPC doesn't support models wi
  * Unary ModelInfer: decode, reject decoupled models (they need the stream), run through the core,
  * encode. A client cancel aborts the request's signal.
  */
-export function modelInfer(core: InferenceCore): handleUnaryCall<WireModelInferRequest, WireModelInferResponse> {
+export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemory): handleUnaryCall<WireModelInferRequest, WireModelInferResponse> {
   return (
     call: ServerUnaryCall<WireModelInferRequest, WireModelInferResponse>,
     callback: sendUnaryData<WireModelInferResponse>,
@@ -22,37 +22,46 @@ export function modelInfer(core: InferenceCore): handleUnaryCall<WireModelInferR
     const abort = new LazyAbort();
     call.once('cancelled', () => abort.abort());
     let promise;
+    let decoded: DecodedInferRequest | undefined;
     try {
-      const { request } = decodeInferRequest(call.request);
+      decoded = decodeInferRequest(call.request, sharedMemory);
+      const { request } = decoded;
       abort.attach(request);
       if (core.isDecoupled(request.modelName, request.modelVersion)) {
         throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);
       }
       promise = core.inferOne(request);
     } catch (e) {
+      releaseSharedOutputs(decoded);
       callback(toServiceError(e));
       return;
     }
+    const sharedOutputs = decoded.sharedOutputs;
     promise.then(
       (response) => {
         // An encoding failure answers the call too (left to the promise, it would hang the call).
         let message: WireModelInferResponse;
         try {
-          message = encodeInferResponse(response);
+          message = encodeInferResponse(response, undefined, sharedOutputs);
         } catch (e) {
           callback(toServiceError(e));
           return;
+        } finally {
+          releaseSharedOutputs(decoded);
         }
         callback(null, message);
       },
-      (e: unknown) => callback(toServiceError(e)),
+      (e: unknown) => {
+        releaseSharedOutputs(decoded);
+        callback(toServiceError(e));
+      },
     );
   };
 }
 
-export function inferHandlers(core: InferenceCore): UntypedServiceImplementation {
+export function inferHandlers(core: InferenceCore, sharedMemory?: SystemSharedMemory): UntypedServiceImplementation {
   return {
-    ModelInfer: modelInfer(core),
-    ModelStreamInfer: handleStreamInfer(core),
+    ModelInfer: modelInfer(core, sharedMemory),
+    ModelStreamInfer: handleStreamInfer(core, sharedMemory),
   };
 }

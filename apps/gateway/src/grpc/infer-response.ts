@@ -1,21 +1,36 @@
+import type { SharedMemorySlice } from '@nereid/core';
 import type { InferenceResponse } from '@nereid/protocol';
 import { tensorDataToBytes } from '@nereid/tensor';
 import { encodeParameters } from './infer-parameters';
 import type { WireInferOutputTensor, WireModelInferResponse, WireParameters } from './wire-types';
 
+const EMPTY = new Uint8Array(0);
+
 /**
  * InferenceResponse → ModelInferResponse. Like Triton, every output's data goes in
  * `raw_output_contents` (same order as `outputs`; BYTES with 4-byte LE length prefixes); typed
- * `contents` are never filled. Buffers are passed as views, not copied.
+ * `contents` are never filled. Buffers are passed as views, not copied. Outputs in `sharedOutputs`
+ * are written into their client shared-memory slices instead.
  */
-export function encodeInferResponse(response: InferenceResponse, extra?: WireParameters): WireModelInferResponse {
+export function encodeInferResponse(
+  response: InferenceResponse,
+  extra?: WireParameters,
+  sharedOutputs?: ReadonlyMap<string, SharedMemorySlice>,
+): WireModelInferResponse {
   const n = response.outputs.length;
   const outputs = new Array<WireInferOutputTensor>(n);
   const raw = new Array<Uint8Array>(n);
   for (let i = 0; i < n; i++) {
     const t = response.outputs[i];
     outputs[i] = { name: t.name, datatype: t.datatype, shape: t.shape };
-    raw[i] = tensorDataToBytes(t);
+    const slice = sharedOutputs?.get(t.name);
+    if (slice) {
+      // Written into the client's region; its raw entry stays empty, as in Triton.
+      slice.write(tensorDataToBytes(t), t.name);
+      raw[i] = EMPTY;
+    } else {
+      raw[i] = tensorDataToBytes(t);
+    }
   }
   const msg: WireModelInferResponse = {
     model_name: response.modelName,

@@ -1,8 +1,8 @@
 import type { handleBidiStreamingCall, ServerDuplexStream } from '@grpc/grpc-js';
-import type { InferenceCore, ResponseObserver } from '@nereid/core';
+import type { InferenceCore, ResponseObserver, SystemSharedMemory } from '@nereid/core';
 import { toInferenceError, type InferenceError, type InferenceResponse } from '@nereid/protocol';
 import { toServiceError } from './grpc-status';
-import { decodeInferRequest, type DecodedInferRequest } from './infer-request';
+import { decodeInferRequest, releaseSharedOutputs, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
 import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameters } from './wire-types';
 
@@ -36,6 +36,7 @@ class InferStream {
   constructor(
     private readonly core: InferenceCore,
     private readonly call: Call,
+    private readonly sharedMemory: SystemSharedMemory | undefined,
   ) {
     this.grpcErrors = wantsGrpcErrors(call);
   }
@@ -59,7 +60,7 @@ class InferStream {
     if (this.closed) return;
     let decoded: DecodedInferRequest;
     try {
-      decoded = decodeInferRequest(msg);
+      decoded = decodeInferRequest(msg, this.sharedMemory);
       decoded.request.signal = this.controller.signal;
     } catch (e) {
       // Rejected before execution: the response names only the request id.
@@ -71,6 +72,7 @@ class InferStream {
       this.core.infer(decoded.request, this.observer(msg, decoded));
     } catch (e) {
       this.pending--;
+      releaseSharedOutputs(decoded);
       this.sendError(toInferenceError(e), { id: msg.id });
       this.finishIfDone();
     }
@@ -82,6 +84,7 @@ class InferStream {
     const complete = (): void => {
       if (done) return;
       done = true;
+      releaseSharedOutputs(decoded);
       this.pending--;
       this.finishIfDone();
     };
@@ -90,7 +93,15 @@ class InferStream {
         if (done) return;
         if (response) {
           lastVersion = response.modelVersion;
-          this.write({ error_message: '', infer_response: encodeInferResponse(response, final ? FINAL : NOT_FINAL) });
+          let encoded;
+          try {
+            encoded = encodeInferResponse(response, final ? FINAL : NOT_FINAL, decoded.sharedOutputs);
+          } catch (e) {
+            this.sendError(toInferenceError(e), { id: msg.id, model_name: msg.model_name, model_version: lastVersion, parameters: FINAL });
+            complete();
+            return;
+          }
+          this.write({ error_message: '', infer_response: encoded });
         } else if (final && decoded.enableEmptyFinalResponse) {
           this.write({
             error_message: '',
@@ -137,6 +148,7 @@ class InferStream {
 
 export function handleStreamInfer(
   core: InferenceCore,
+  sharedMemory?: SystemSharedMemory,
 ): handleBidiStreamingCall<WireModelInferRequest, WireModelStreamInferResponse> {
-  return (call) => new InferStream(core, call).start();
+  return (call) => new InferStream(core, call, sharedMemory).start();
 }

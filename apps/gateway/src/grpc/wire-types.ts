@@ -119,3 +119,9 @@ export interface WireLogSettingsRequest {
 export interface WireShmRequest {
   name: string;
 }
+
+export interface WireShmRegisterRequest extends WireShmRequest {
+  key: string;
+  offset: WireLong;
+  byte_size: WireLong;
+}

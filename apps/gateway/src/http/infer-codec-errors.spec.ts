@@ -56,7 +56,6 @@ describe('HTTP infer decoding errors, in Triton words', () => {
       { ...in0, parameters: { binary_data_size: 8, shared_memory_region: 'r' } },
       "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size' 'shared_memory_region'",
     ],
-    [{ ...in0, data: undefined, parameters: { shared_memory_region: 'r' } }, "Unable to find shared memory region: 'r'"],
     [{ ...in0, data: undefined, parameters: { binary_data_size: 8 } }, "must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format"],
     [{ ...in0, data: undefined, parameters: { binary_data_size: -8 } }, "Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer"],
   ])('input data sources: %j', (input, message) => {

@@ -1,8 +1,10 @@
+import { releaseSlices, type SharedMemorySlice, type SystemSharedMemory } from '@nereid/core';
 import {
   applyRequestParameters,
   CoreRequestErrors,
   HttpRequestErrors as Errors,
   InferenceError,
+  SharedMemoryErrors,
   JsonAccess,
   newInferenceRequest,
   setOwn,
@@ -33,6 +35,42 @@ export interface OutputForm {
   defaultBinary: boolean;
   /** Per requested output: true = binary section, false = JSON. */
   binary: Map<string, boolean>;
+  /**
+   * Requested outputs written into client shared memory, each a held slice of its region: the
+   * caller releases them (`releaseOutputSlices`) once the response is encoded or the request failed.
+   */
+  sharedMemory?: Map<string, SharedMemorySlice>;
+}
+
+/** Releases the shared-memory slices an OutputForm holds (idempotent). */
+export function releaseOutputSlices(form: OutputForm | undefined): void {
+  if (form?.sharedMemory) releaseSlices(form.sharedMemory.values());
+}
+
+/** An input's or output's `shared_memory_*` parameters (Triton's CheckSharedMemoryData). */
+interface ShmParameters {
+  region: string;
+  offset: number;
+  byteSize: number;
+}
+
+function shmParameters(p: Record<string, unknown>): ShmParameters | undefined {
+  const region = p.shared_memory_region;
+  if (region === undefined) return undefined;
+  if (typeof region !== 'string') throw Errors.unableToParse('shared_memory_region', JsonAccess.string);
+  const unsigned = (key: string): number => {
+    const v = p[key];
+    if (v === undefined) return 0;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw Errors.unableToParse(key, JsonAccess.unsigned);
+    return v;
+  };
+  return { region, offset: unsigned('shared_memory_offset'), byteSize: unsigned('shared_memory_byte_size') };
+}
+
+/** Holds the region slice `params` name; NOT_FOUND when no client shared memory is served. */
+function sliceOf(params: ShmParameters, shm: SystemSharedMemory | undefined): SharedMemorySlice {
+  if (!shm) throw SharedMemoryErrors.notFound(params.region);
+  return shm.slice(params.region, params.offset, params.byteSize);
 }
 
 export interface DecodedInfer {
@@ -191,6 +229,7 @@ export function decodeInferRequest(
   model: string,
   version: number,
   rawInputs: () => readonly RawInputInfo[] = () => [],
+  sharedMemory?: SystemSharedMemory,
 ): DecodedInfer {
   const jsonLength = parseHeaderLength(headerLength, body.length);
   if (jsonLength === 0) return decodeRawBinary(body, model, version, rawInputs());
@@ -217,10 +256,17 @@ export function decodeInferRequest(
     if (sources !== 1) {
       throw Errors.inputSources({ data: input.data !== undefined, binary: binarySize !== undefined, sharedMemory: shm !== undefined });
     }
-    if (shm !== undefined) throw Errors.shmRegionNotFound(String(shm));
     const datatype = input.datatype as Tensor['datatype'];
     let data: Tensor['data'];
-    if (binarySize !== undefined) {
+    if (shm !== undefined) {
+      // Read straight into a buffer of the tensor's own; the slice is held only for the read.
+      const slice = sliceOf(shmParameters(p)!, sharedMemory);
+      try {
+        data = tensorDataFromBytes(datatype, input.shape, slice.read(), input.name, model);
+      } finally {
+        slice.release();
+      }
+    } else if (binarySize !== undefined) {
       if (typeof binarySize !== 'number' || !Number.isInteger(binarySize) || binarySize < 0) {
         throw Errors.unableToParse('binary_data_size', JsonAccess.unsigned);
       }
@@ -238,23 +284,44 @@ export function decodeInferRequest(
   if (offset !== body.length) throw Errors.unexpectedAdditionalData(model);
   const form: OutputForm = { defaultBinary: binaryDataOutput, binary: new Map() };
   if (json.outputs) {
-    request.outputs = json.outputs.map((o): RequestedOutput => {
-      const p = o.parameters ?? {};
-      if (p.shared_memory_region !== undefined) throw Errors.shmRegionNotFound(String(p.shared_memory_region));
-      const out: RequestedOutput = { name: o.name };
-      if (p.classification !== undefined) {
-        const c = p.classification;
-        if (typeof c !== 'number' || !Number.isInteger(c) || c < 0) throw Errors.unableToParse('classification', JsonAccess.unsigned);
-        if (c > 0) out.classification = c;
-      }
-      if (p.binary_data !== undefined) {
-        if (typeof p.binary_data !== 'boolean') throw Errors.unableToParse('binary_data', JsonAccess.boolean);
-        form.binary.set(o.name, p.binary_data);
-      }
-      return out;
-    });
+    try {
+      request.outputs = json.outputs.map((o) => decodeOutput(o, form, sharedMemory));
+    } catch (e) {
+      releaseOutputSlices(form);
+      throw e;
+    }
   }
   return { request, form };
+}
+
+/** One requested output; one written into shared memory holds its slice in `form.sharedMemory`. */
+function decodeOutput(
+  o: { name: string; parameters?: Record<string, unknown> },
+  form: OutputForm,
+  sharedMemory: SystemSharedMemory | undefined,
+): RequestedOutput {
+  const p = o.parameters ?? {};
+  if (p.shared_memory_region !== undefined) {
+    // Triton's ValidateOutputParameter, then CheckSharedMemoryData.
+    if (p.classification !== undefined) throw SharedMemoryErrors.httpOutputWith('classification');
+    if (p.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw Errors.unableToParse('binary_data', JsonAccess.boolean);
+    if (p.binary_data === true) throw SharedMemoryErrors.httpOutputWith('binary_data');
+    const slice = sliceOf(shmParameters(p)!, sharedMemory);
+    (form.sharedMemory ??= new Map()).get(o.name)?.release();
+    form.sharedMemory.set(o.name, slice);
+    return { name: o.name };
+  }
+  const out: RequestedOutput = { name: o.name };
+  if (p.classification !== undefined) {
+    const c = p.classification;
+    if (typeof c !== 'number' || !Number.isInteger(c) || c < 0) throw Errors.unableToParse('classification', JsonAccess.unsigned);
+    if (c > 0) out.classification = c;
+  }
+  if (p.binary_data !== undefined) {
+    if (typeof p.binary_data !== 'boolean') throw Errors.unableToParse('binary_data', JsonAccess.boolean);
+    form.binary.set(o.name, p.binary_data);
+  }
+  return out;
 }
 
 export interface EncodedResponse {
@@ -282,7 +349,11 @@ export function encodeInferResponseText(response: InferenceResponse, form: Outpu
     const asBinary = form.binary.get(t.name) ?? form.defaultBinary;
     const out: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size: number }; data?: unknown[] | string } =
       { name: t.name, datatype: t.datatype, shape: t.shape };
-    if (asBinary) {
+    const slice = form.sharedMemory?.get(t.name);
+    if (slice) {
+      // Written into the client's region as it is; the response carries neither data nor size.
+      slice.write(tensorDataToBytes(t), t.name);
+    } else if (asBinary) {
       const bytes = tensorDataToBytes(t);
       out.parameters = { binary_data_size: bytes.byteLength };
       if (bytes.byteLength > 0) binary.push(bytes);

@@ -1,12 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { InferenceCore } from '@nereid/core';
+import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
 import { HttpRequestErrors, InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import { BodyBufferPool } from './body-pool';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
-import { decodeInferRequest, encodeInferResponseText, type EncodedResponseText, type RawInputInfo } from './infer-codec';
+import {
+  decodeInferRequest,
+  encodeInferResponseText,
+  releaseOutputSlices,
+  type EncodedResponseText,
+  type OutputForm,
+  type RawInputInfo,
+} from './infer-codec';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './nosniff';
 
 /** `/v2/models/<m>[/versions/<v>]/infer` → [model, version]; undefined for any other path. */
@@ -144,6 +151,8 @@ export class InferFastPath {
   constructor(
     private readonly core: InferenceCore,
     private readonly maxInputSize: number,
+    /** Client system shared memory (`--allow-client-shm`); none: every region is unknown. */
+    private readonly sharedMemory?: SystemSharedMemory,
   ) {}
 
   private modelInputs(model: string, version: number): readonly RawInputInfo[] {
@@ -170,12 +179,16 @@ export class InferFastPath {
     // (a model may answer with a view of its input, e.g. an identity model).
     const settled = pooled ? onSecondCall(() => this.bodies.release(pooled)) : noop;
     if (pooled) res.once('close', settled);
+    let form: OutputForm | undefined;
     try {
       if (this.core.isDecoupled(model, version)) {
         throw InferenceError.unsupported("HTTP end point doesn't support models with decoupled transaction policy");
       }
       const header = req.headers['inference-header-content-length'] as string | undefined;
-      const { request, form } = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version));
+      const decoded = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version), this.sharedMemory);
+      const { request } = decoded;
+      form = decoded.form;
+      const outputForm = form;
       // A client that goes away before the answer cancels its request.
       const abort = new LazyAbort();
       abort.attach(request);
@@ -188,17 +201,20 @@ export class InferFastPath {
           if (response) last = response;
           if (!final) return;
           open.delete(abort);
-          if (last) respond(req, res, encodeInferResponseText(last, form));
+          if (last) answer(req, res, last, outputForm);
           else fail(res, InferenceError.internal(`model '${model}' sent no response`));
+          releaseOutputSlices(outputForm);
           settled();
         },
         onError: (e) => {
           open.delete(abort);
+          releaseOutputSlices(outputForm);
           fail(res, e);
           settled();
         },
       });
     } catch (e) {
+      releaseOutputSlices(form);
       fail(res, e);
       settled();
     }
@@ -206,6 +222,18 @@ export class InferFastPath {
 }
 
 function noop(): void {}
+
+/** Encodes (outputs bound for shared memory are written there now) and writes the response, or the error. */
+function answer(req: IncomingMessage, res: ServerResponse, response: InferenceResponse, form: OutputForm): void {
+  let encoded: EncodedResponseText;
+  try {
+    encoded = encodeInferResponseText(response, form);
+  } catch (e) {
+    fail(res, e);
+    return;
+  }
+  respond(req, res, encoded);
+}
 
 /** A function that runs `fn` the second time it is called. */
 function onSecondCall(fn: () => void): () => void {

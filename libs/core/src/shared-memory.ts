@@ -1,0 +1,245 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SharedMemoryErrors as Errors } from '@nereid/protocol';
+
+/** A registered system region as the status endpoints list it (Triton's JSON and proto field names). */
+export interface SystemRegionStatus {
+  name: string;
+  key: string;
+  offset: number;
+  byte_size: number;
+}
+
+/**
+ * Key prefixes no client may register: Triton's python backend regions, and the files Nereid's own
+ * python backend hands tensors through (libs/backends/src/python/stub-process.ts names them
+ * `nereid-py-<pid>-...`). Registering one would let a client read or overwrite a model's tensors.
+ */
+export const RESERVED_KEY_PREFIXES: readonly string[] = ['triton_python_backend_shm_region_', 'nereid-py-'];
+
+/** At most this many regions at once: each holds a file descriptor. */
+export const MAX_REGIONS = 128;
+
+/** A byte count or offset as the wire gives it: a number, or a bigint / decimal string beyond 2^53. */
+export type WireSize = number | bigint | string;
+
+/**
+ * The file a key names, or undefined when the key is not '/' plus one plain file name. POSIX
+ * shm_open("/name") opens /dev/shm/name on Linux; nothing else under /dev/shm (or outside it) may
+ * be reached: no '/' after the first, no '..', no NUL, at most NAME_MAX bytes.
+ */
+export function shmKeyFile(dir: string, key: string): string | undefined {
+  if (!key.startsWith('/')) return undefined;
+  const name = key.slice(1);
+  if (name.length === 0 || Buffer.byteLength(name) > 255) return undefined;
+  if (name.includes('/') || name.includes('\0') || name.includes('..') || name === '.') return undefined;
+  return path.join(dir, name);
+}
+
+/** A non-negative safe integer, or undefined (negative, fractional, beyond 2^53). */
+function toSize(v: WireSize): number | undefined {
+  const n = typeof v === 'number' ? v : Number(v);
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/**
+ * One registered region: an open file descriptor on the object, kept from registration on (a later
+ * file under the same name is never what is read or written), and a count of its users. Unregister
+ * drops the registry's use; the descriptor closes when the last request using the region is done,
+ * so a descriptor number is never written through after it could have been reused.
+ */
+class SystemRegion {
+  private users = 1;
+
+  constructor(
+    readonly name: string,
+    readonly key: string,
+    readonly offset: number,
+    readonly byteSize: number,
+    readonly fd: number,
+  ) {}
+
+  hold(): void {
+    this.users++;
+  }
+
+  drop(): void {
+    if (--this.users === 0) fs.closeSync(this.fd);
+  }
+
+  status(): SystemRegionStatus {
+    return { name: this.name, key: this.key, offset: this.offset, byte_size: this.byteSize };
+  }
+}
+
+/**
+ * `byteSize` bytes at `offset` of a registered region, held for one request: reads an input from it
+ * or writes an output into it, then `release()` (exactly once). Every use checks the object's size
+ * again: a client that truncates its object after registering gets an error, not a short read or a
+ * file grown by the server.
+ */
+export class SharedMemorySlice {
+  private released = false;
+
+  constructor(
+    private readonly region: SystemRegion,
+    /** Offset within the region (added to the region's own offset in the object). */
+    private readonly offset: number,
+    readonly byteSize: number,
+  ) {}
+
+  get regionName(): string {
+    return this.region.name;
+  }
+
+  /** Bytes the slice covers, read straight into a buffer of their own (8-byte aligned, no copy after). */
+  read(): Uint8Array {
+    this.checkSize();
+    const target = Buffer.allocUnsafeSlow(this.byteSize);
+    this.transfer(target, (buf, at, len, pos) => fs.readSync(this.region.fd, buf, at, len, pos));
+    return target;
+  }
+
+  /** Writes `bytes` (an output's data, as it is) at the slice's start; they must fit. */
+  write(bytes: Uint8Array, output: string): void {
+    if (bytes.byteLength > this.byteSize) throw Errors.outputTooSmall(output, this.byteSize, bytes.byteLength);
+    this.checkSize(bytes.byteLength);
+    this.transfer(bytes, (buf, at, len, pos) => fs.writeSync(this.region.fd, buf, at, len, pos));
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.region.drop();
+  }
+
+  private get start(): number {
+    return this.region.offset + this.offset;
+  }
+
+  private checkSize(bytes = this.byteSize): void {
+    if (fs.fstatSync(this.region.fd).size < this.start + bytes) throw Errors.truncated(this.region.name);
+  }
+
+  /** Positional I/O until every byte moved (tmpfs moves them in one call; a short count is retried). */
+  private transfer(buf: Uint8Array, io: (buf: Uint8Array, at: number, len: number, pos: number) => number): void {
+    let done = 0;
+    while (done < buf.byteLength) {
+      const n = io(buf, done, buf.byteLength - done, this.start + done);
+      if (n <= 0) throw Errors.truncated(this.region.name);
+      done += n;
+    }
+  }
+}
+
+export interface SharedMemoryOptions {
+  /** `--allow-client-shm`: register/unregister refused while false. */
+  enabled: boolean;
+  /** Where POSIX shared memory objects live (tests may point elsewhere). Default /dev/shm. */
+  dir?: string;
+}
+
+/**
+ * Client system shared memory (Triton's SharedMemoryManager, CPU regions): named regions of POSIX
+ * shared memory objects under /dev/shm that requests read inputs from and write outputs into.
+ * Node cannot map memory, so a region is an open file descriptor used with positional reads and
+ * writes: on tmpfs that is one copy between the object's pages and the tensor's buffer, where the
+ * binary HTTP path copies through sockets on both sides. Region names share one namespace with
+ * CUDA regions, which this server never holds.
+ */
+export class SystemSharedMemory {
+  readonly enabled: boolean;
+  private readonly dir: string;
+  private readonly regions = new Map<string, SystemRegion>();
+
+  constructor(options: SharedMemoryOptions) {
+    this.enabled = options.enabled;
+    this.dir = options.dir ?? '/dev/shm';
+  }
+
+  /** Opens the object `key` names and keeps it as region `name` (`offset`, `byteSize` within it). */
+  register(name: string, key: string, offset: WireSize, byteSize: WireSize): void {
+    if (!this.enabled) throw Errors.disabled();
+    if (name === '') throw Errors.nameRequired('system');
+    const file = shmKeyFile(this.dir, key);
+    if (file === undefined) throw Errors.invalidKey(name);
+    const base = path.basename(file);
+    for (const prefix of RESERVED_KEY_PREFIXES) if (base.startsWith(prefix)) throw Errors.reservedKey(name, prefix);
+    if (this.regions.has(name)) throw Errors.alreadyExists(name);
+    if (this.regions.size >= MAX_REGIONS) throw Errors.tooManyRegions(name, MAX_REGIONS);
+    const start = toSize(offset);
+    const size = toSize(byteSize);
+    if (start === undefined || size === undefined) throw Errors.registerOutOfBounds(name);
+    let fd: number;
+    try {
+      // O_NOFOLLOW: /dev/shm is writable by everyone, and a link planted there must not lead the
+      // server to another file. No O_CREAT: the client creates its object.
+      fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    } catch {
+      throw Errors.cannotOpen(name);
+    }
+    try {
+      const stat = fs.fstatSync(fd);
+      if (!stat.isFile()) throw Errors.invalidRegion(name);
+      if (start + size > stat.size) throw Errors.registerOutOfBounds(name);
+    } catch (e) {
+      fs.closeSync(fd);
+      throw e;
+    }
+    this.regions.set(name, new SystemRegion(name, key, start, size, fd));
+  }
+
+  /** Unregisters `name`, or every region when `name` is undefined or ''. Unknown names are no error. */
+  unregister(name?: string): void {
+    if (!this.enabled) throw Errors.disabled();
+    this.drop(name);
+  }
+
+  /** Every region (name undefined or ''), or the one named; unknown → NOT_FOUND. */
+  status(name?: string): SystemRegionStatus[] {
+    if (name === undefined || name === '') return [...this.regions.values()].map((r) => r.status());
+    const region = this.regions.get(name);
+    if (!region) throw Errors.statusNotFound('system', name);
+    return [region.status()];
+  }
+
+  /** Whether a system region holds `name` (CUDA status tells such a name apart from an unknown one). */
+  has(name: string): boolean {
+    return this.regions.has(name);
+  }
+
+  /**
+   * Holds `byteSize` bytes at `offset` of region `name` for one request, with Triton's checks
+   * (SharedMemoryManager::GetMemoryInfo): a known region, an offset inside it, offset + size inside it.
+   */
+  slice(name: string, offset: WireSize, byteSize: WireSize): SharedMemorySlice {
+    const region = this.regions.get(name);
+    if (!region) throw Errors.notFound(name);
+    const start = toSize(offset);
+    if (start === undefined || start >= region.byteSize) throw Errors.invalidOffset(name);
+    const size = toSize(byteSize);
+    if (size === undefined || start + size > region.byteSize) throw Errors.outOfBounds(name);
+    region.hold();
+    return new SharedMemorySlice(region, start, size);
+  }
+
+  /** Unregisters every region (shutdown); regions in use close when their requests finish. */
+  close(): void {
+    this.drop(undefined);
+  }
+
+  private drop(name: string | undefined): void {
+    const names = name === undefined || name === '' ? [...this.regions.keys()] : [name];
+    for (const n of names) {
+      const region = this.regions.get(n);
+      if (!region) continue;
+      this.regions.delete(n);
+      region.drop();
+    }
+  }
+}
+
+/** Releases every slice held (an error path); never throws. */
+export function releaseSlices(slices: Iterable<SharedMemorySlice>): void {
+  for (const s of slices) s.release();
+}
