@@ -1,0 +1,214 @@
+import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
+import { ModelRepositoryManager, NereidCore, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
+import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
+import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
+import { RemoteRepositories } from '@nereid/repository';
+import { SchedulerHost } from '@nereid/scheduler';
+import { createInMemoryTransport } from '@nereid/transport';
+import { WorkerHost } from '@nereid/worker';
+import { defaultServeOptions, type ServeOptions } from './cli-options';
+import { ServerLogger } from './logger';
+import { startPolling } from './poller';
+import { loadStartupModels } from './startup';
+import { metricsOf, startMetricsEndpoint, statsSourceOf } from './metrics-endpoint';
+
+/** An ensemble step's answers, from the core back to the ensemble's sink: one object per step. */
+class StepObserver implements ResponseObserver {
+  constructor(private readonly sink: ResponseSink) {}
+
+  onResponse(response: InferenceResponse | undefined, final: boolean): void {
+    this.sink.send(response, final);
+  }
+
+  onError(error: InferenceError): void {
+    this.sink.fail(error);
+  }
+
+  onExecuted(stats: ExecutionStats): void {
+    this.sink.executed?.(stats);
+  }
+}
+
+export interface RunningNereid {
+  httpPort: number;
+  grpcPort: number;
+  metricsPort: number;
+  core: InferenceCore;
+  /** The schedulers of the loaded models (e.g. sequence slots in use). */
+  scheduler: SchedulerHost;
+  /** Stops the front doors, drains in-flight requests, unloads every model. */
+  close(): Promise<void>;
+}
+
+/** The backends Nereid ships, configured from `--backend-config`. */
+export function defaultBackends(options: ServeOptions): BackendRegistry {
+  const python = new PythonBackend({ pythonExecutable: options.pythonExecutable, backendConfig: options.backendConfig.python ?? {} });
+  // Where python3 is a version manager's shim, finding the real interpreter takes a while: it is
+  // asked now, in parallel with the rest of the start-up.
+  python.warmUp();
+  return new BackendRegistry().register(new OnnxRuntimeBackend()).register(python);
+}
+
+/**
+ * Embedded mode: gateway, scheduler and worker in one process, wired through the in-memory
+ * transport. Resolves once the front doors listen and the start-up models are loaded.
+ */
+export async function startNereid(partial: Partial<ServeOptions> & { modelRepositories: string[] }): Promise<RunningNereid> {
+  const options: ServeOptions = { ...defaultServeOptions(), ...partial };
+  const logSettings: LogSettings = {
+    log_file: options.logFile,
+    log_info: options.logInfo,
+    log_warning: options.logWarning,
+    log_error: options.logError,
+    log_verbose_level: options.logVerbose,
+    log_format: options.logFormat,
+  };
+  const logger = new ServerLogger(logSettings);
+  // Cloud repositories (s3://, gs://, as://) are served from local copies, synced before each scan.
+  // In poll mode a poll's scan and the loads it starts share one listing; an explicit load always lists.
+  const repositories = new RemoteRepositories(options.modelRepositories, {
+    log: logger.log,
+    reuseMs: options.modelControlMode === 'poll' ? Math.min(1000, options.repositoryPollSecs * 500) : 0,
+  });
+  const backends = defaultBackends(options);
+  // Prometheus families (prom-client), python custom metrics; none with --allow-metrics=false.
+  const metrics = metricsOf(options);
+  const defaultMaxBatchSize = Number(options.backendConfig['']?.['default-max-batch-size'] ?? 4);
+
+  // The worker calls back into the core (BLS, statistics); the core exists only after the worker.
+  let core!: NereidCore;
+  const worker = new WorkerHost(
+    backends,
+    {
+      infer: (request, onResponse) => core.inferAll(request, onResponse),
+      // pb_utils.load_model & co.: the repository API's load and unload (explicit mode, once started).
+      models: {
+        load: (name, config, files) => core.loadModel(name, { config: config || undefined, files: files.size > 0 ? new Map(files) : undefined }),
+        unload: (name, unloadDependents) => core.unloadModel(name, unloadDependents),
+        isReady: (name, version) => core.isModelReady(name, version),
+      },
+      onBatch: (report) => core.onBatch(report),
+    },
+    logger.log,
+    metrics?.custom,
+  );
+  // Ensembles send their steps back through the core, each to its own model's scheduler.
+  const scheduler = new SchedulerHost(worker, {
+    inferStep: (request, sink) =>
+      core.infer(request, {
+        onResponse: (r, final) => sink.send(r, final),
+        onError: (e) => sink.fail(e),
+        onExecuted: (stats) => sink.executed?.(stats),
+      }),
+    modelConfig: (name, version) => core.servedConfig(name, version),
+    onBatch: (report) => core.onBatch(report),
+  });
+  const transport = createInMemoryTransport(scheduler, worker);
+  const manager = new ModelRepositoryManager(
+    {
+      repositories: repositories.localPaths(),
+      prepareRepositories: repositories.hasRemote ? () => repositories.prepare() : undefined,
+      autoComplete: options.autoComplete,
+      modelConfigName: options.modelConfigName,
+      defaultMaxBatchSize,
+      gpuCount: 0,
+      allowFileOverrides: options.allowModelFileOverrides,
+      statsObserver: metrics && ((model, version) => metrics.observerFor(model, version)),
+      log: logger.log,
+    },
+    backends,
+    transport.scheduler,
+    transport.worker,
+  );
+  core = new NereidCore(
+    {
+      serverId: options.serverId,
+      controlMode: options.modelControlMode,
+      strictReadiness: options.strictReadiness,
+      clientSharedMemory: options.allowClientShm,
+      log: logger.log,
+      logSettings,
+    },
+    manager,
+    transport.scheduler,
+  );
+
+  // Client system shared memory, one set of regions for both front doors (--allow-client-shm).
+  const sharedMemory = new SystemSharedMemory({ enabled: options.allowClientShm });
+  const closers: (() => Promise<void>)[] = [];
+  const close = async (): Promise<void> => {
+    // Readiness turns false first; the front doors then drain together (none waits for another's
+    // clients), and the models are unloaded once every in-flight request is answered.
+    core.setReady(false);
+    await Promise.all(closers.map((c) => c().catch(() => undefined)));
+    // Every region unregistered once the front doors have answered their last request.
+    sharedMemory.close();
+    await manager.unloadAll();
+    await scheduler.closeAll();
+    await worker.close();
+    await repositories.close();
+  };
+  try {
+    await loadStartupModels(manager, options, logger.log);
+    let httpPort = -1;
+    let grpcPort = -1;
+    let metricsPort = -1;
+    const authTokens = options.authTokensFile ? new TokenStore(options.authTokensFile, (m) => logger.log('warn', m)) : undefined;
+    if (authTokens) {
+      authTokens.watch();
+      closers.push(async () => authTokens.close());
+    }
+    if (options.allowHttp) {
+      const http = await startHttpServer(core, {
+        host: options.httpAddress,
+        port: options.httpPort,
+        maxInputSize: options.httpMaxInputSize,
+        allowClientShm: options.allowClientShm,
+        sharedMemory,
+        restrictedApis: options.httpRestrictedApis,
+        authTokens,
+        limits: {
+          requestTimeoutSecs: options.httpRequestTimeoutSecs,
+          headerTimeoutSecs: options.httpHeaderTimeoutSecs,
+          maxConnections: options.httpMaxConnections,
+        },
+      });
+      closers.push(() => http.close());
+      httpPort = http.port;
+      logger.log('info', `Started HTTPService at ${options.httpAddress}:${httpPort}`);
+    }
+    if (options.allowGrpc) {
+      const grpc = await startGrpcServer(core, {
+        host: options.grpcAddress,
+        port: options.grpcPort,
+        maxMessageSize: options.grpcMaxMessageSize,
+        keepalive: options.grpcKeepalive,
+        maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
+        maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
+        shutdownGraceMs: options.exitTimeoutSecs * 1000,
+        restrictedProtocols: options.grpcRestrictedProtocols,
+        sharedMemory,
+        authTokens,
+      });
+      closers.push(() => grpc.close());
+      grpcPort = grpc.port;
+      logger.log('info', `Started GRPCInferenceService at ${options.grpcAddress}:${grpcPort}`);
+    }
+    if (metrics) {
+      metrics.attach(statsSourceOf(manager, scheduler));
+      const endpoint = await startMetricsEndpoint(metrics, options.metricsAddress ?? options.httpAddress, options.metricsPort);
+      closers.push(() => endpoint.close());
+      metricsPort = endpoint.port;
+      logger.log('info', `Started Metrics Service at ${options.metricsAddress ?? options.httpAddress}:${metricsPort}`);
+    }
+    if (options.modelControlMode === 'poll' && options.repositoryPollSecs > 0) {
+      const poller = startPolling(manager, options.repositoryPollSecs * 1000, logger.log);
+      closers.push(async () => poller.stop());
+    }
+    core.setReady(true);
+    return { httpPort, grpcPort, metricsPort, core, scheduler, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
