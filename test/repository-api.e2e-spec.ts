@@ -112,7 +112,7 @@ async function overGrpc(server: Server, client: Client, step: Step): Promise<Out
 
 /** The steps, each with what both protocols must answer (checked on the HTTP transcript). */
 const SEQUENCE: { step: Step; expect?: Partial<Outcome> }[] = [
-  { step: { op: 'index' }, expect: { ok: true, body: [{ name: 'ens_simple' }, { name: 'simple' }] } },
+  { step: { op: 'index' }, expect: { ok: true, body: [{ name: 'ens_ghost' }, { name: 'ens_simple' }, { name: 'simple' }] } },
   { step: { op: 'load', model: 'nope' }, expect: { ok: false, status: 400, error: "failed to load 'nope', failed to poll from model repository" } },
   { step: { op: 'load', model: 'simple', repository: 'other' }, expect: { ok: false, status: 501, error: "'repository_name' specification is not supported" } },
   // Loading an ensemble loads the model its step names first.
@@ -134,6 +134,16 @@ const SEQUENCE: { step: Step; expect?: Partial<Outcome> }[] = [
   { step: { op: 'infer', model: 'ens_simple' } },
   { step: { op: 'load', model: 'simple' } },
   { step: { op: 'infer', model: 'ens_simple' }, expect: { ok: true, body: [0, 2, 4, 6] } },
+  // An ensemble whose step names a model the repository lacks is not loaded, with Triton's reason.
+  {
+    step: { op: 'load', model: 'ens_ghost' },
+    expect: {
+      ok: false,
+      status: 400,
+      error:
+        "failed to load 'ens_ghost', ensemble 'ens_ghost' depends on 'ghost' which has no loaded version. Model 'ghost' loading failed with error: failed to load 'ghost', failed to poll from model repository",
+    },
+  },
   // Config override and file overrides: the files land in the override model's version folder.
   { step: { op: 'load', model: 'simple', config: JSON.stringify({ ...JSON.parse(SIMPLE_CONFIG), max_batch_size: 4 }) }, expect: { ok: true } },
   { step: { op: 'load', model: 'over', files: { 'file:1/model.onnx': MODEL_ONNX } }, expect: { ok: false, status: 400, error: "Load parameter 'config' must be specified for model file override" } },
@@ -158,6 +168,11 @@ describe('repository API: the same requests over HTTP and gRPC give the same ans
     repo = makeRepository({ simple: 'models/simple' });
     mkdirSync(path.join(repo, 'ens_simple', '1'), { recursive: true });
     writeFileSync(path.join(repo, 'ens_simple', 'config.pbtxt'), ENSEMBLE_PBTXT);
+    mkdirSync(path.join(repo, 'ens_ghost', '1'), { recursive: true });
+    writeFileSync(
+      path.join(repo, 'ens_ghost', 'config.pbtxt'),
+      ENSEMBLE_PBTXT.replace('name: "ens_simple"', 'name: "ens_ghost"').replace('model_name: "simple"', 'model_name: "ghost"'),
+    );
     const options = { modelRepositories: [repo], modelControlMode: 'explicit' as const, allowModelFileOverrides: true };
     [httpServer, grpcServer] = await Promise.all([startTestServer(options), startTestServer(options)]);
     client = inferenceClient(grpcServer.grpcPort);
@@ -183,6 +198,7 @@ describe('repository API: the same requests over HTTP and gRPC give the same ans
     // The ensemble went down with its composing model and came back with it.
     const afterUnload = viaHttp[14] as { ok: true; body: unknown[] };
     expect(afterUnload.body).toEqual([
+      { name: 'ens_ghost' },
       { name: 'ens_simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
       { name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
     ]);
