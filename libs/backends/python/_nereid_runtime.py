@@ -24,6 +24,8 @@ _new_object = object.__new__
 _LOG_LEVELS = {0: "info", 1: "warn", 2: "error", 3: "verbose"}
 _MSG_BLS_RESULT = ipc.MSG_BLS_RESULT
 _MSG_CANCEL = ipc.MSG_CANCEL
+_MSG_METRIC_REQUEST = 40  # see _nereid_metrics
+_MSG_METRIC_RESULT = 41
 _MSG_MODEL_CONTROL = 30  # see _nereid_model_control
 _MSG_MODEL_CONTROL_RESULT = 31
 
@@ -198,6 +200,27 @@ class Runtime:
         if future is not None:
             future.set_result(header)
 
+    # -- custom metrics (pb_utils.MetricFamily, see _nereid_metrics) --------------------------
+    def metric_call(self, header, wait):
+        """Sends one METRIC_REQUEST; with `wait`, waits for the server's answer (a dict)."""
+        if not wait:
+            self.conn.send(_MSG_METRIC_REQUEST, header)
+            return None
+        with self._lock:
+            self._next_bls += 1
+            call_id = self._next_bls
+            future = concurrent.futures.Future()
+            self._pending[call_id] = future
+        header["id"] = call_id
+        self.conn.send(_MSG_METRIC_REQUEST, header)
+        return self.wait_future(future)
+
+    def _on_metric_result(self, header):
+        with self._lock:
+            future = self._pending.pop(header["id"], None)
+        if future is not None:
+            future.set_result(header)
+
     # -- logs ------------------------------------------------------------------------------
     def log(self, level, message, filename, line):
         text = "%s:%d] %s" % (os.path.basename(filename), line, message)
@@ -225,6 +248,8 @@ class Runtime:
             msg_type = frame[0]
             if msg_type == _MSG_BLS_RESULT:
                 return self._on_bls_result(frame[1], frame[2])
+            if msg_type == _MSG_METRIC_RESULT:
+                return self._on_metric_result(frame[1])
             if msg_type == _MSG_MODEL_CONTROL_RESULT:
                 return self._on_model_control_result(frame[1])
             if msg_type == _MSG_CANCEL:

@@ -15,7 +15,6 @@ from _nereid_types import (  # noqa: F401  (re-exported API)
     InferenceRequest,
     InferenceResponse,
     Logger,
-    MetricFamily,
     PreferredMemory,
     Tensor,
     TritonError,
@@ -23,6 +22,7 @@ from _nereid_types import (  # noqa: F401  (re-exported API)
     TRITONSERVER_MEMORY_CPU,
     TRITONSERVER_MEMORY_GPU,
 )
+from _nereid_metrics import Metric, MetricFamily, MetricKind  # noqa: F401  (re-exported API)
 from _nereid_model_control import is_model_ready, load_model, unload_model  # noqa: F401  (re-exported API)
 
 TRITON_STRING_TO_NUMPY = {

@@ -47,7 +47,8 @@ function hold(holders: Map<object, number>, owner: object): void {
 
 /** Drops one hold of `owner` (all of them with `all`); true when nobody holds it any more. */
 function unhold(holders: Map<object, number>, owner: object, all = false): boolean {
-  const n = holders.get(owner) ?? 0;
+  const n = holders.get(owner);
+  if (n === undefined) return false;
   if (all || n <= 1) holders.delete(owner);
   else holders.set(owner, n - 1);
   return holders.size === 0;

@@ -69,14 +69,19 @@ export function histogramValues(name: string, samples: HistogramSample[]): { met
 export class SnapshotHistogram extends Histogram {
   constructor(
     private readonly family: string,
-    help: string,
+    private readonly helpText: string,
     registry: Registry,
     private readonly read: () => HistogramSample[],
   ) {
-    super({ name: family, help, registers: [registry], buckets: [] });
+    super({ name: family, help: helpText, registers: [registry], buckets: [] });
   }
 
   override async get(): ReturnType<Histogram['get']> {
-    return { ...(await super.get()), values: histogramValues(this.family, this.read()) };
+    return { name: this.family, help: this.helpText, type: 'histogram' as never, aggregator: 'sum', collect: () => undefined, values: histogramValues(this.family, this.read()) };
+  }
+
+  /** What prom-client's registry renders a histogram from (its own reads the observed buckets). */
+  getForPromString(): ReturnType<Histogram['get']> {
+    return this.get();
   }
 }

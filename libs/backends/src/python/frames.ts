@@ -29,6 +29,9 @@ export const MSG = {
   FINALIZED: 15,
   AUTOCOMPLETE_DONE: 16,
   BLS_CANCEL: 17,
+  /** Custom metrics (pb_utils.MetricFamily): stub -> server, answered by METRIC_RESULT where awaited. */
+  METRIC_REQUEST: 40,
+  METRIC_RESULT: 41,
   /** Stub -> server: `pb_utils.load_model` / `unload_model` / `is_model_ready` (model-control-bridge.ts). */
   MODEL_CONTROL: 30,
   /** Server -> stub: its answer. */

@@ -1,6 +1,7 @@
 import { InferenceError, nanos, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import { ignoreExecution, type LoadContext, type ModelInstance, type ReportExecution } from '../backend';
 import { BlsBridge } from './bls-bridge';
+import { MetricBridge } from './metric-bridge';
 import { ModelControlBridge } from './model-control-bridge';
 import { BlobBuilder, MSG, type Frame } from './frames';
 import { initArgs } from './init-args';
@@ -67,6 +68,7 @@ export class PythonModelInstance implements ModelInstance {
   private readMs = 0;
   private readonly open: OpenRequests;
   private readonly bls: BlsBridge;
+  private readonly metrics: MetricBridge;
   private readonly control: ModelControlBridge;
   private readonly modelName: string;
   /**
@@ -83,6 +85,7 @@ export class PythonModelInstance implements ModelInstance {
       if (outputs.length > 0 && !outputs.includes(name)) outputs.push(name);
     }
     this.configOutputs = outputs.length > 0 ? outputs : null;
+    this.metrics = new MetricBridge(opts.ctx.metrics, (type, header) => this.proc.send(type, header));
     this.open = new OpenRequests(opts.decoupled, this.modelName, (b, i) => this.proc.send(MSG.CANCEL, { b, i }));
     this.bls = new BlsBridge({
       infer: opts.ctx.infer,
@@ -184,6 +187,7 @@ export class PythonModelInstance implements ModelInstance {
     }
     this.bls.abortAll();
     this.open.failAll(InferenceError.unavailable(`model '${this.modelName}' was unloaded`));
+    this.metrics.release();
     for (const b of this.batches.values()) b.done();
     this.batches.clear();
   }
@@ -236,6 +240,8 @@ export class PythonModelInstance implements ModelInstance {
       this.initWaiter = undefined;
     }
     this.finalized?.();
+    // What the dead stub's model created leaves the metrics (a restarted stub creates its own).
+    this.metrics.release();
     if (this.unloading) return;
     this.bls.abortAll();
     this.open.failAll(InferenceError.internal(`${what} while running requests; the stub is being restarted`));
@@ -243,6 +249,7 @@ export class PythonModelInstance implements ModelInstance {
     this.batches.clear();
     if (!this.readyFailed) {
       this.opts.ctx.log('error', `${what}; restarting it`);
+      this.opts.ctx.metrics?.stubRestarted(this.modelName, this.opts.ctx.version);
       this.boot();
     }
   }
@@ -284,6 +291,9 @@ export class PythonModelInstance implements ModelInstance {
         return this.bls.onRequest(h, frame.blob);
       case MSG.MODEL_CONTROL:
         return this.control.onRequest(h, frame.blob);
+      case MSG.METRIC_REQUEST:
+        this.metrics.onRequest(h as never);
+        break;
       case MSG.BLS_CANCEL:
         this.bls.cancel(h.id as number);
         break;

@@ -1,0 +1,78 @@
+import type { CustomMetricKind, CustomMetricOp, CustomMetricsPort } from '../custom-metrics';
+import { MSG } from './frames';
+
+type Send = (type: number, header: unknown) => void;
+
+interface MetricRequest {
+  op: 'family_new' | 'family_delete' | 'metric_new' | 'metric_delete' | CustomMetricOp | 'value';
+  /** Present when the stub waits for the answer. */
+  id?: number;
+  /** Family name. */
+  n: string;
+  d?: string;
+  k?: CustomMetricKind;
+  l?: Record<string, string>;
+  b?: number[];
+  v?: number;
+}
+
+/**
+ * The server's side of a python model instance's custom metrics (libs/backends/python/_nereid_metrics.py):
+ * METRIC_REQUEST frames applied to the server's metrics, METRIC_RESULT answers to the requests the
+ * stub waits for (`{id}`, `{id, v}` or `{id, e: message}`). The instance owns what it created:
+ * `release` (unload, stub restart) removes whatever only it held.
+ */
+export class MetricBridge {
+  /** This instance's current stub: a restarted stub holds its own families. */
+  private owner: object = {};
+
+  constructor(
+    private readonly port: CustomMetricsPort | undefined,
+    private readonly send: Send,
+  ) {}
+
+  onRequest(h: MetricRequest): void {
+    let answer: Record<string, unknown> = {};
+    try {
+      answer = this.apply(h);
+    } catch (e) {
+      answer = { e: (e as Error).message };
+    }
+    if (h.id !== undefined) this.send(MSG.METRIC_RESULT, { id: h.id, ...answer });
+  }
+
+  /** Drops everything the current stub held; a restarted stub starts afresh. */
+  release(): void {
+    this.port?.release(this.owner);
+    this.owner = {};
+  }
+
+  private apply(h: MetricRequest): Record<string, unknown> {
+    const port = this.port;
+    if (!port) throw new Error('metrics are disabled on this server (--allow-metrics=false)');
+    const labels = h.l ?? {};
+    switch (h.op) {
+      case 'family_new':
+        port.openFamily(this.owner, h.n, h.d ?? '', h.k ?? 'COUNTER');
+        return {};
+      case 'family_delete':
+        port.closeFamily(this.owner, h.n);
+        return {};
+      case 'metric_new':
+        port.openMetric(this.owner, h.n, labels, h.b);
+        return {};
+      case 'metric_delete':
+        port.closeMetric(this.owner, h.n, labels);
+        return {};
+      case 'value':
+        return { v: port.value(h.n, labels) };
+      case 'increment':
+      case 'set':
+      case 'observe':
+        port.update(h.n, labels, h.op, Number(h.v));
+        return {};
+      default:
+        throw new Error(`unknown metric operation '${String((h as { op: unknown }).op)}'`);
+    }
+  }
+}
