@@ -102,6 +102,16 @@ export const CoreRequestErrors = {
   byteSizeMismatch: (input: string, model: string, expected: number, got: number) =>
     invalid(`input byte size mismatch for input '${echo(input)}' for model '${echo(model)}'. Expected ${expected}, got ${got}`),
 
+  /**
+   * A shape whose byte size (elements × element size) passes 2^53 - 1, where JavaScript numbers stop
+   * counting exactly; Nereid's own words (Triton's int64 arithmetic overflows later, at 2^63).
+   */
+  shapeTooLarge: (input: string, model: string, shape: readonly number[]) =>
+    invalid(
+      `the shape ${echo(dimsToString(shape))} of input '${echo(input)}' for model '${echo(model)}' has a byte size beyond ` +
+        `${Number.MAX_SAFE_INTEGER} bytes`,
+    ),
+
   // BYTES tensors (`ValidateBytesInputs`). The tensor codec checks them without the request at
   // hand: no request-id prefix.
   stringElementsBeyond: (input: string, model: string, got: number, expected: number) =>

@@ -1,6 +1,6 @@
 import { CoreRequestErrors as Errors } from './errors';
 import { ELEMENT_SIZE, type DataType } from './datatype';
-import { elementCount, type Tensor, type TensorData } from './tensor';
+import { checkedElementCount, type Tensor, type TensorData } from './tensor';
 import { bytesView, isBytesData, viewAs } from './typed';
 
 /** Bytes of the length prefix before each BYTES element. */
@@ -18,7 +18,8 @@ export function tensorDataFromBytes(
   name: string,
   model: string,
 ): TensorData {
-  const count = elementCount(shape);
+  // A BYTES element takes at least its 4-byte length prefix.
+  const count = checkedElementCount(shape, ELEMENT_SIZE[datatype] || LENGTH_PREFIX, name, model);
   if (datatype === 'BYTES') return parseBytesElements(bytes, count, name, model);
   const expected = count * ELEMENT_SIZE[datatype];
   if (bytes.byteLength !== expected) {

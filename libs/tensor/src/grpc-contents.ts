@@ -1,6 +1,6 @@
 import { CoreRequestErrors, GrpcRequestErrors, InferenceError } from './errors';
 import { ELEMENT_SIZE, type DataType } from './datatype';
-import { elementCount, type Tensor, type TensorData } from './tensor';
+import { checkedElementCount, type Tensor, type TensorData } from './tensor';
 import { isBytesData } from './typed';
 
 /** A 64-bit integer as @grpc/proto-loader may hand it over (`longs: Number | String`, or a Long). */
@@ -80,7 +80,7 @@ export function tensorDataFromContents(
   }
   const t: Target = { datatype, name, model, field };
   const values: readonly unknown[] = contents[field] ?? [];
-  const expected = elementCount(shape);
+  const expected = checkedElementCount(shape, ELEMENT_SIZE[datatype], name, model);
   if (values.length !== expected) throw countError(t, expected, values.length);
   return convertValues(t, values);
 }

@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import { HttpRequestErrors, InferenceError } from './errors';
-import type { DataType } from './datatype';
+import { ELEMENT_SIZE, type DataType } from './datatype';
 import { fp16BitsToFloat32, bf16BitsToFloat32 } from './float16';
 import { JsonNumber } from './json-text';
-import { elementCount, type Tensor, type TensorData } from './tensor';
+import { checkedElementCount, type Tensor, type TensorData } from './tensor';
 import { isBytesData } from './typed';
 
 /** Triton's JSON nesting limit: `data` and the arrays in it may nest one level less than this. */
@@ -61,7 +61,7 @@ export function decodeJsonData(
   if (!Array.isArray(data)) {
     throw InferenceError.invalidArg(`${parseError(t)}: 'data' must be an array, got ${describe(data)}`);
   }
-  const expected = elementCount(shape);
+  const expected = checkedElementCount(shape, ELEMENT_SIZE[datatype], name, model);
   if (data.length === expected) {
     try {
       return decodeFlat(t, data);

@@ -1,4 +1,5 @@
 import type { DataType } from './datatype';
+import { CoreRequestErrors } from './errors';
 
 /**
  * Element storage per datatype. Numeric tensors hold a typed array viewing the raw little-endian
@@ -31,4 +32,25 @@ export function elementCount(shape: readonly number[]): number {
   let n = 1;
   for (const d of shape) n *= d;
   return n;
+}
+
+/**
+ * The element count of a request's `shape`, checked before anything is sized from it: each
+ * dimension a non-negative integer, and the byte size (count × `elementSize`) exact, i.e. at most
+ * 2^53 - 1 (a dimension of 2^63 - 1, or three of 2^31, would otherwise give a rounded count). A
+ * shape with a zero dimension holds no element whatever the others are.
+ */
+export function checkedElementCount(shape: readonly number[], elementSize: number, name: string, model: string): number {
+  let count = 1;
+  let empty = false;
+  for (const d of shape) {
+    // A dimension JavaScript cannot count exactly (or no count at all) is too large already.
+    if (!Number.isSafeInteger(d) || d < 0) throw CoreRequestErrors.shapeTooLarge(name, model, shape);
+    if (d === 0) empty = true;
+    else if (count <= Number.MAX_SAFE_INTEGER / d) count *= d;
+    else count = Infinity;
+  }
+  if (empty) return 0;
+  if (count * Math.max(1, elementSize) > Number.MAX_SAFE_INTEGER) throw CoreRequestErrors.shapeTooLarge(name, model, shape);
+  return count;
 }
