@@ -62,7 +62,7 @@ const ints = Array.from({ length: 16 }, (_, i) => i);
 
 /** Inference goes over HTTP on both servers: it checks what a load did, not the repository API. */
 async function infer(server: Server, model: string): Promise<Outcome> {
-  const inputs = model === 'ens_simple' ? ['A', 'B'] : ['INPUT0', 'INPUT1'];
+  const inputs = model.startsWith('ens_') ? ['A', 'B'] : ['INPUT0', 'INPUT1'];
   const r = await postJson(`${server.http}/v2/models/${model}/infer`, {
     inputs: inputs.map((name) => ({ name, shape: [1, 16], datatype: 'INT32', data: ints })),
   });
@@ -112,7 +112,7 @@ async function overGrpc(server: Server, client: Client, step: Step): Promise<Out
 
 /** The steps, each with what both protocols must answer (checked on the HTTP transcript). */
 const SEQUENCE: { step: Step; expect?: Partial<Outcome> }[] = [
-  { step: { op: 'index' }, expect: { ok: true, body: [{ name: 'ens_ghost' }, { name: 'ens_simple' }, { name: 'simple' }] } },
+  { step: { op: 'index' }, expect: { ok: true, body: [{ name: 'ens_alt' }, { name: 'ens_ghost' }, { name: 'ens_simple' }, { name: 'simple' }] } },
   { step: { op: 'load', model: 'nope' }, expect: { ok: false, status: 400, error: "failed to load 'nope', failed to poll from model repository" } },
   { step: { op: 'load', model: 'simple', repository: 'other' }, expect: { ok: false, status: 501, error: "'repository_name' specification is not supported" } },
   // Loading an ensemble loads the model its step names first.
@@ -156,6 +156,14 @@ const SEQUENCE: { step: Step; expect?: Partial<Outcome> }[] = [
   { step: { op: 'load', model: 'long', config: '{}', files: { [`file:1/${Array.from({ length: 20 }, () => 'x'.repeat(250)).join('/')}`]: Buffer.from('a') } }, expect: { ok: false, status: 500, error: "failed to load 'long', failed to poll from model repository" } },
   { step: { op: 'unload', model: 'over' } },
   { step: { op: 'index' } },
+  // ens_alt's config is configs/alt.pbtxt (--model-config-name=alt): its composing model is found
+  // in the config as served, loaded for it, and unloaded with it.
+  { step: { op: 'unload', model: 'ens_simple' } },
+  { step: { op: 'unload', model: 'simple' } },
+  { step: { op: 'load', model: 'ens_alt' }, expect: { ok: true } },
+  { step: { op: 'infer', model: 'ens_alt' }, expect: { ok: true, body: [0, 2, 4, 6] } },
+  { step: { op: 'unload', model: 'ens_alt', unloadDependents: true }, expect: { ok: true } },
+  { step: { op: 'index', ready: true }, expect: { ok: true, body: [] } },
 ];
 
 describe('repository API: the same requests over HTTP and gRPC give the same answers', () => {
@@ -168,12 +176,15 @@ describe('repository API: the same requests over HTTP and gRPC give the same ans
     repo = makeRepository({ simple: 'models/simple' });
     mkdirSync(path.join(repo, 'ens_simple', '1'), { recursive: true });
     writeFileSync(path.join(repo, 'ens_simple', 'config.pbtxt'), ENSEMBLE_PBTXT);
+    mkdirSync(path.join(repo, 'ens_alt', '1'), { recursive: true });
+    mkdirSync(path.join(repo, 'ens_alt', 'configs'));
+    writeFileSync(path.join(repo, 'ens_alt', 'configs', 'alt.pbtxt'), ENSEMBLE_PBTXT.replace('name: "ens_simple"', 'name: "ens_alt"'));
     mkdirSync(path.join(repo, 'ens_ghost', '1'), { recursive: true });
     writeFileSync(
       path.join(repo, 'ens_ghost', 'config.pbtxt'),
       ENSEMBLE_PBTXT.replace('name: "ens_simple"', 'name: "ens_ghost"').replace('model_name: "simple"', 'model_name: "ghost"'),
     );
-    const options = { modelRepositories: [repo], modelControlMode: 'explicit' as const, allowModelFileOverrides: true };
+    const options = { modelRepositories: [repo], modelControlMode: 'explicit' as const, allowModelFileOverrides: true, modelConfigName: 'alt' };
     [httpServer, grpcServer] = await Promise.all([startTestServer(options), startTestServer(options)]);
     client = inferenceClient(grpcServer.grpcPort);
   });
@@ -198,6 +209,7 @@ describe('repository API: the same requests over HTTP and gRPC give the same ans
     // The ensemble went down with its composing model and came back with it.
     const afterUnload = viaHttp[14] as { ok: true; body: unknown[] };
     expect(afterUnload.body).toEqual([
+      { name: 'ens_alt' },
       { name: 'ens_ghost' },
       { name: 'ens_simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
       { name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },

@@ -48,21 +48,36 @@ export class EnsembleDependencies {
   }
 
   private async loadWith(name: string, options: LoadOptions, chain: readonly string[]): Promise<void> {
-    for (const composing of await this.composingToLoad(name, options)) {
+    await this.loadComposing(name, options, await this.composingToLoad(name, options), chain);
+    await this.manager.load(name, options);
+    // The config as completed and served is the authority (a custom config file name, say): a
+    // composing model the first read missed is loaded now, or the ensemble goes.
+    const missed = composingOf(this.servedConfig(name)).filter((c) => !chain.includes(c) && !this.isReady(c));
+    if (missed.length === 0) return;
+    try {
+      await this.loadComposing(name, options, missed, chain);
+    } catch (e) {
+      await this.manager.unload(name);
+      throw e;
+    }
+  }
+
+  /** Loads the composing models of `name` that are not loaded, for it; the first failure fails `name`. */
+  private async loadComposing(name: string, options: LoadOptions, composing: readonly string[], chain: readonly string[]): Promise<void> {
+    for (const c of composing) {
       // A cycle is the ensemble validation's to report (the manager refuses such a config).
-      if (chain.includes(composing) || this.isReady(composing)) continue;
+      if (chain.includes(c) || this.isReady(c)) continue;
       try {
-        await this.loadWith(composing, {}, [...chain, composing]);
-        this.implicit.add(composing);
+        await this.loadWith(c, {}, [...chain, c]);
+        this.implicit.add(c);
       } catch (e) {
         const reason = toInferenceError(e).message;
         this.orphaned.set(name, options);
         throw InferenceError.invalidArg(
-          `failed to load '${name}', ensemble '${name}' depends on '${composing}' which has no loaded version. Model '${composing}' loading failed with error: ${reason}`,
+          `failed to load '${name}', ensemble '${name}' depends on '${c}' which has no loaded version. Model '${c}' loading failed with error: ${reason}`,
         );
       }
     }
-    await this.manager.load(name, options);
   }
 
   private async unloadOne(name: string, unloadDependents: boolean, cascading: boolean): Promise<void> {
