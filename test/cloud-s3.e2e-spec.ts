@@ -1,6 +1,9 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { startS3Emulator, withEnv } from './helpers/cloud-emulators';
 import { describeCloudRepository } from './helpers/cloud-repository-suite';
-import { startTestServer } from './helpers/server';
+import { MODELS, postJson, startTestServer } from './helpers/server';
 
 // s3rver, a real S3 server from npm, started once for this file.
 const { emulator } = describeCloudRepository('S3', () => startS3Emulator('models'));
@@ -20,6 +23,49 @@ describe('S3 credentials', () => {
       );
       expect(err?.message).toMatch(/^failed to read model repository 's3:\/\/127\.0\.0\.1:\d+\/models\/repo': .*InvalidAccessKeyId/);
       expect(err?.message).not.toContain(secret);
+    } finally {
+      restore();
+    }
+  });
+});
+
+describe('TRITON_CLOUD_CREDENTIAL_PATH', () => {
+  it('takes the credentials of the longest matching prefix over the AWS variables', async () => {
+    const emu = emulator();
+    await emu.upload(path.join(MODELS, 'simple'), 'credfile/simple');
+    const url = emu.repository('credfile');
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'nereid-cred-')), 'cred.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        s3: {
+          '': { key_id: 'AKIAUNKNOWNKEY', secret_key: 'wrong-secret-for-any-path' },
+          [url]: { key_id: 'S3RVER', secret_key: 'S3RVER', region: 'us-east-1' },
+        },
+      }),
+    );
+    const restore = withEnv({ TRITON_CLOUD_CREDENTIAL_PATH: file, AWS_ACCESS_KEY_ID: undefined, AWS_SECRET_ACCESS_KEY: undefined });
+    try {
+      const server = await startTestServer({ modelRepositories: [url] });
+      try {
+        const r = await postJson(`${server.http}/v2/models/simple/infer`, {
+          inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, shape: [1, 16], datatype: 'INT32', data: Array(16).fill(2) })),
+        });
+        expect(r.status).toBe(200);
+        expect(r.body.outputs[0].data).toEqual(Array(16).fill(4));
+      } finally {
+        await server.close();
+      }
+      // Another path matches only "": its unknown key is refused, its secret never shown.
+      const err = await startTestServer({ modelRepositories: [emu.repository('repo')] }).then(
+        async (s) => {
+          await s.close();
+          return undefined;
+        },
+        (e: Error) => e,
+      );
+      expect(err?.message).toMatch(/InvalidAccessKeyId/);
+      expect(err?.message).not.toContain('wrong-secret-for-any-path');
     } finally {
       restore();
     }

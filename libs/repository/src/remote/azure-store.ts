@@ -1,4 +1,5 @@
 import type { ContainerClient } from '@azure/storage-blob';
+import { credentialFor } from './cloud-credentials';
 import type { RemoteObject, RemoteStore } from './remote-store';
 
 /** The account key of a connection string, for scrubbing. */
@@ -10,7 +11,8 @@ function connectionStringKey(cs: string): string | undefined {
  * Azure Blob Storage (`as://account/container/path`). Credentials as in Triton: AZURE_STORAGE_ACCOUNT
  * and AZURE_STORAGE_KEY (shared key; without a key the container is read anonymously). A connection
  * string in AZURE_STORAGE_CONNECTION_STRING (e.g. for the Azurite emulator) takes precedence; its
- * account must be the path's.
+ * account must be the path's. An entry for the path in TRITON_CLOUD_CREDENTIAL_PATH's file
+ * (`account_str`, `account_key`) takes precedence over the two variables.
  */
 export class AzureStore implements RemoteStore {
   private container?: Promise<ContainerClient>;
@@ -44,14 +46,17 @@ export class AzureStore implements RemoteStore {
           );
         }
       } else {
-        const key = this.env.AZURE_STORAGE_KEY;
-        const credential = key
-          ? new sdk.StorageSharedKeyCredential(this.env.AZURE_STORAGE_ACCOUNT || this.account, key)
-          : new sdk.AnonymousCredential();
+        const file = credentialFor('as', this.url, this.env);
+        const key = file?.account_key || this.env.AZURE_STORAGE_KEY;
+        const keyAccount = (file?.account_key ? file.account_str : this.env.AZURE_STORAGE_ACCOUNT) || this.account;
+        const credential = key ? new sdk.StorageSharedKeyCredential(keyAccount, key) : new sdk.AnonymousCredential();
         service = new sdk.BlobServiceClient(`https://${this.account}.blob.core.windows.net`, credential, pipelineOptions);
       }
       return service.getContainerClient(this.containerName);
-    })();
+    })().catch((e: unknown) => {
+      this.container = undefined;
+      throw e;
+    });
     return this.container;
   }
 
@@ -73,7 +78,13 @@ export class AzureStore implements RemoteStore {
 
   secrets(): string[] {
     const cs = this.env.AZURE_STORAGE_CONNECTION_STRING;
-    return [this.env.AZURE_STORAGE_KEY, cs, cs ? connectionStringKey(cs) : undefined].filter((s): s is string => !!s);
+    let fileKey: string | undefined;
+    try {
+      fileKey = credentialFor('as', this.url, this.env)?.account_key;
+    } catch {
+      fileKey = undefined;
+    }
+    return [this.env.AZURE_STORAGE_KEY, cs, cs ? connectionStringKey(cs) : undefined, fileKey].filter((s): s is string => !!s);
   }
 
   close(): void {

@@ -1,10 +1,12 @@
 import type { Bucket } from '@google-cloud/storage';
+import { credentialFor } from './cloud-credentials';
 import type { RemoteObject, RemoteStore } from './remote-store';
 
 /**
  * Google Cloud Storage (`gs://bucket/path`). Credentials from the SDK's default chain:
  * GOOGLE_APPLICATION_CREDENTIALS (a JSON key file), else the attached service account.
- * STORAGE_EMULATOR_HOST points the SDK at an emulator.
+ * STORAGE_EMULATOR_HOST points the SDK at an emulator. A key file named for the path in
+ * TRITON_CLOUD_CREDENTIAL_PATH's file takes precedence.
  */
 export class GcsStore implements RemoteStore {
   private bucket?: Promise<Bucket>;
@@ -13,14 +15,19 @@ export class GcsStore implements RemoteStore {
     readonly url: string,
     private readonly bucketName: string,
     private readonly prefix: string,
+    private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
 
   private connect(): Promise<Bucket> {
     this.bucket ??= (async () => {
       // Required on first use only: a server with local repositories never loads the SDK.
       const { Storage } = await import('@google-cloud/storage');
-      return new Storage({ retryOptions: { maxRetries: 2 } }).bucket(this.bucketName);
-    })();
+      const keyFilename = credentialFor('gs', this.url, this.env);
+      return new Storage({ retryOptions: { maxRetries: 2 }, ...(keyFilename ? { keyFilename } : {}) }).bucket(this.bucketName);
+    })().catch((e: unknown) => {
+      this.bucket = undefined;
+      throw e;
+    });
     return this.bucket;
   }
 

@@ -1,3 +1,4 @@
+export * from './cloud-credentials';
 export * from './cache-sync';
 export * from './remote-repositories';
 export * from './remote-store';

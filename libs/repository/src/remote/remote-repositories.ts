@@ -20,7 +20,7 @@ export function remoteStore(location: RemoteLocation, env: NodeJS.ProcessEnv = p
     case 's3':
       return new S3Store(location.url, location.bucket, location.prefix, location.endpoint, env);
     case 'gs':
-      return new GcsStore(location.url, location.bucket, location.prefix);
+      return new GcsStore(location.url, location.bucket, location.prefix, env);
     case 'as':
       return new AzureStore(location.url, location.account, location.container, location.prefix, env);
   }

@@ -2,6 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { credentialFor, type S3Credential } from './cloud-credentials';
 import type { RemoteObject, RemoteStore } from './remote-store';
 
 type S3Sdk = typeof import('@aws-sdk/client-s3');
@@ -10,10 +11,13 @@ type S3Sdk = typeof import('@aws-sdk/client-s3');
  * Amazon S3 and S3-compatible stores (`s3://bucket/path`, `s3://host:port/bucket/path`).
  * Credentials come from the SDK's default chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
  * AWS_SESSION_TOKEN, then AWS_PROFILE and the shared `~/.aws` files. The region is
- * AWS_DEFAULT_REGION or AWS_REGION, else the profile's, else us-east-1.
+ * AWS_DEFAULT_REGION or AWS_REGION, else the profile's, else us-east-1. An entry for the path in
+ * TRITON_CLOUD_CREDENTIAL_PATH's file (`key_id`, `secret_key`, `session_token`, `region`, `profile`)
+ * takes precedence.
  */
 export class S3Store implements RemoteStore {
   private client?: Promise<{ sdk: S3Sdk; client: S3Client }>;
+  private credential?: { value: S3Credential | undefined };
 
   constructor(
     readonly url: string,
@@ -27,15 +31,24 @@ export class S3Store implements RemoteStore {
     this.client ??= (async () => {
       // Required on first use only: a server with local repositories never loads the SDK.
       const sdk = await import('@aws-sdk/client-s3');
-      const region = await this.region(sdk);
+      const file = this.fileCredential();
+      const region = file?.region || (await this.region(sdk));
       const client = new sdk.S3Client({
         region,
+        ...(file?.key_id && file.secret_key
+          ? { credentials: { accessKeyId: file.key_id, secretAccessKey: file.secret_key, sessionToken: file.session_token || undefined } }
+          : file?.profile
+            ? { profile: file.profile }
+            : {}),
         ...(this.endpoint ? { endpoint: this.endpoint, forcePathStyle: true } : {}),
         followRegionRedirects: true,
         maxAttempts: 3,
       });
       return { sdk, client };
-    })();
+    })().catch((e: unknown) => {
+      this.client = undefined;
+      throw e;
+    });
     return this.client;
   }
 
@@ -78,8 +91,22 @@ export class S3Store implements RemoteStore {
     return r.ETag ?? object.version;
   }
 
+  /** This path's entry in TRITON_CLOUD_CREDENTIAL_PATH's file, when there is one. */
+  private fileCredential(): S3Credential | undefined {
+    this.credential ??= { value: credentialFor('s3', this.url, this.env) };
+    return this.credential.value;
+  }
+
   secrets(): string[] {
-    return [this.env.AWS_SECRET_ACCESS_KEY, this.env.AWS_SESSION_TOKEN].filter((s): s is string => !!s);
+    let file: S3Credential | undefined;
+    try {
+      file = this.fileCredential();
+    } catch {
+      file = undefined;
+    }
+    return [this.env.AWS_SECRET_ACCESS_KEY, this.env.AWS_SESSION_TOKEN, file?.secret_key, file?.session_token].filter(
+      (s): s is string => !!s,
+    );
   }
 
   close(): void {
