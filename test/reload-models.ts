@@ -41,6 +41,9 @@ export function stampConfig({ name, extra = '', maxBatchSize = 8 }: StampConfig)
     `max_batch_size: ${maxBatchSize}`,
     'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]',
     'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]',
+    // The model runs in microseconds: on the event loop, whatever a busy machine makes the load's
+    // timing probe measure (a worker thread per instance would make each load slow to start).
+    'parameters { key: "session_thread" value: { string_value: "event_loop" } }',
     extra,
   ].join('\n');
 }

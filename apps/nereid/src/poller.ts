@@ -1,5 +1,4 @@
 import type { ModelRepositoryManager } from '@nereid/core';
-import { fingerprint } from '@nereid/repository';
 import type { LogLevel } from './logger';
 
 /**
@@ -22,9 +21,7 @@ export function startPolling(
     try {
       const { models, duplicates } = await manager.scan();
       for (const [name, location] of models) {
-        const fp = await fingerprint(location.path);
-        const entry = manager.get(name);
-        if (entry?.attempted === fp) continue;
+        if (!(await manager.changedSinceAttempt(location))) continue;
         await manager.load(name).catch((e: Error) => log('error', `poll: ${e.message}`));
       }
       for (const name of duplicates) {

@@ -2,13 +2,13 @@ import { promises as fs } from 'node:fs';
 import type { BackendRegistry } from '@nereid/backends';
 import { checkModelName, ENSEMBLE_PLATFORM, resolveInside, type ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError } from '@nereid/protocol';
-import { fingerprint, listVersions, scanRepositories, selectVersions, versionDir, type ModelLocation } from '@nereid/repository';
+import { listVersions, scanRepositories, selectVersions, versionDir, type ModelLocation } from '@nereid/repository';
 import type { StatsObserver } from '@nereid/metrics';
 import type { SchedulerChannel, WorkerChannel } from '@nereid/transport';
 import { completeModelConfig, type ConfigOptions } from './config-pipeline';
 import type { LoadOptions, ModelState, RepositoryIndexEntry } from './core';
 import { LifecycleEvents, type LifecycleListener, type LifecycleState } from './lifecycle';
-import { sharedFingerprint, versionSource } from './lifecycle-sources';
+import { folderFingerprint, versionSource } from './lifecycle-sources';
 import { hideOverrideFolder, removeOverrideFolder, writeOverrideFolder } from './override-files';
 import { modelIo, type ModelIo } from './request-validation';
 import { ModelStatsRecorder } from './statistics';
@@ -112,6 +112,15 @@ export class ModelRepositoryManager {
     return scanRepositories(prepare ? await prepare() : this.options.repositories);
   }
 
+  /**
+   * Whether a model folder's files differ from those of the model's last load attempt (poll mode
+   * loads only those: a model whose load failed is tried again once its files change).
+   */
+  async changedSinceAttempt(location: ModelLocation): Promise<boolean> {
+    const attempted = this.entries.get(location.name)?.attempted;
+    return attempted === undefined || attempted !== (await folderFingerprint(location.path)).all;
+  }
+
   /** Serializes operations on one model. */
   private withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.locks.get(name) ?? Promise.resolve();
@@ -156,7 +165,7 @@ export class ModelRepositoryManager {
       if (!location) throw InferenceError.invalidArg(`failed to load '${name}', failed to poll from model repository`);
       return this.loadFrom(name, location, options);
     }
-    const location = await writeOverrideFolder(name, files, (message) => this.options.log('error', message));
+    const location = await writeOverrideFolder(name, files);
     const root = location.repository;
     try {
       await this.loadFrom(name, location, options, root);
@@ -183,7 +192,8 @@ export class ModelRepositoryManager {
     // Messages stored as reasons (repository index) and logged never show an override folder's path.
     const hide = (message: string): string => (overrideRoot ? hideOverrideFolder(message, overrideRoot) : message);
     const entry = this.entry(name);
-    const fp = await fingerprint(location.path);
+    const files = await folderFingerprint(location.path);
+    const fp = files.all;
     if (!overrideRoot) entry.attempted = fp;
     const unchanged =
       options.config === undefined && !entry.overridden && entry.fingerprint === fp && !entry.error &&
@@ -215,11 +225,10 @@ export class ModelRepositoryManager {
     // Versions whose config and files are what their serving runtime was loaded from keep it.
     const reusable = options.config === undefined && !entry.overridden && overrideRoot === undefined;
     const configText = JSON.stringify(config);
-    const shared = reusable ? await sharedFingerprint(location.path) : '';
     const toLoad: { version: number; source?: string }[] = [];
     const kept: number[] = [];
     for (const v of wanted) {
-      const source = reusable ? await versionSource(configText, shared, await versionDir(location.path, v)) : undefined;
+      const source = reusable ? versionSource(configText, files, v) : undefined;
       const prev = entry.versions.get(v);
       if (source !== undefined && prev?.state === 'READY' && prev.runtime?.source === source) kept.push(v);
       else toLoad.push({ version: v, source });
