@@ -1,0 +1,210 @@
+/**
+ * End-to-end: the Prometheus metrics on the metrics port after a known number of requests and
+ * failures. Triton's counters equal the statistics extension's JSON exactly (durations as whole
+ * µs), every histogram and summary counts every successful request, a python model's custom
+ * counter, gauge and histogram show with the values it set and leave with the model, a stub
+ * restart is counted, and nothing GPU is exported.
+ */
+import * as path from 'node:path';
+import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+
+type Server = Awaited<ReturnType<typeof startTestServer>>;
+type Labels = Record<string, string>;
+interface Line {
+  name: string;
+  labels: Labels;
+  value: number;
+}
+interface Duration {
+  count: number;
+  ns: number;
+}
+
+const FIX = path.join(ROOT, 'test/fixtures/python');
+
+/** The exposition's samples (comments dropped), labels parsed. */
+function parse(text: string): Line[] {
+  const out: Line[] = [];
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) throw new Error(`not an exposition line: ${line}`);
+    const labels: Labels = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
+    out.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+/** The one sample of `name` whose labels include `labels`. */
+function sample(lines: Line[], name: string, labels: Labels): number {
+  const hits = lines.filter((l) => l.name === name && Object.entries(labels).every(([k, v]) => l.labels[k] === v));
+  if (hits.length !== 1) throw new Error(`${hits.length} samples of ${name}${JSON.stringify(labels)}`);
+  return hits[0].value;
+}
+
+describe('metrics on the metrics port', () => {
+  let server: Server;
+  const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  const infer = (model: string, body: unknown) => postJson(`${server.http}/v2/models/${model}/infer`, body);
+  const value = (v: number) => ({ inputs: [{ name: 'VALUE', datatype: 'FP32', shape: [1], data: [v] }] });
+  const int32 = (name: string, batch: number) => ({ name, datatype: 'INT32', shape: [batch, 16], data: Array.from({ length: 16 * batch }, (_, i) => i) });
+  const stats = async (model: string) => ((await getJson(`${server.http}/v2/models/${model}/stats`)).body as { model_stats: any[] }).model_stats[0];
+
+  beforeAll(async () => {
+    const repo = makeRepository({
+      simple: 'models/simple',
+      metric_kinds: path.join(FIX, 'metric_kinds'),
+      custom_metrics: path.join(FIX, 'custom_metrics'),
+      crash: path.join(FIX, 'crash'),
+    });
+    server = await startTestServer({
+      modelRepositories: [repo],
+      modelControlMode: 'explicit',
+      loadModels: ['*'],
+      metricsConfig: ['histogram_latencies=true', 'summary_latencies=true', 'summary_quantiles=0.5:0.05,0.99:0.001'],
+    });
+    // simple: 5 requests of batch 1 and 2 of batch 2 (9 inferences); metric_kinds: 4 successes, 2 failures.
+    for (let i = 0; i < 5; i++) expect((await infer('simple', { inputs: [int32('INPUT0', 1), int32('INPUT1', 1)] })).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await infer('simple', { inputs: [int32('INPUT0', 2), int32('INPUT1', 2)] })).status).toBe(200);
+    for (const v of [0.5, 3, -1, 7, -2, 20]) expect((await infer('metric_kinds', value(v))).status).toBe(v < 0 ? 500 : 200);
+  }, 60_000);
+  afterAll(() => server?.close());
+
+  it.each(['simple', 'metric_kinds'])('%s: the nv_* counters equal the statistics JSON', async (model) => {
+    const s = await stats(model);
+    const is = s.inference_stats as Record<string, Duration>;
+    const lines = parse(await scrape());
+    const m = { model, version: '1' };
+    const successes = model === 'simple' ? 7 : 4;
+    const failures = model === 'simple' ? 0 : 2;
+    expect(is.success.count).toBe(successes);
+    expect(is.fail.count).toBe(failures);
+    expect(sample(lines, 'nv_inference_request_success', m)).toBe(successes);
+    expect(sample(lines, 'nv_inference_request_failure', { ...m, reason: 'BACKEND' })).toBe(failures);
+    for (const reason of ['REJECTED', 'CANCELED', 'OTHER']) expect(sample(lines, 'nv_inference_request_failure', { ...m, reason })).toBe(0);
+    expect(sample(lines, 'nv_inference_count', m)).toBe(s.inference_count);
+    expect(s.inference_count).toBe(model === 'simple' ? 9 : 4);
+    expect(sample(lines, 'nv_inference_exec_count', m)).toBe(s.execution_count);
+    const us = (d: Duration) => Math.floor(d.ns / 1000);
+    expect(sample(lines, 'nv_inference_request_duration_us', m)).toBe(us(is.success));
+    expect(sample(lines, 'nv_inference_queue_duration_us', m)).toBe(us(is.queue));
+    expect(sample(lines, 'nv_inference_compute_input_duration_us', m)).toBe(us(is.compute_input));
+    expect(sample(lines, 'nv_inference_compute_infer_duration_us', m)).toBe(us(is.compute_infer));
+    expect(sample(lines, 'nv_inference_compute_output_duration_us', m)).toBe(us(is.compute_output));
+    expect(sample(lines, 'nv_inference_pending_request_count', m)).toBe(0);
+    expect(sample(lines, 'nereid_inference_queue_depth', m)).toBe(0);
+  });
+
+  it.each(['simple', 'metric_kinds'])('%s: every histogram and summary counts every successful request', async (model) => {
+    const s = await stats(model);
+    const successes = s.inference_stats.success.count;
+    const lines = parse(await scrape());
+    const m = { model, version: '1' };
+    for (const h of ['nereid_inference_request_duration_ms', 'nereid_inference_queue_duration_ms', 'nereid_inference_compute_duration_ms', 'nv_inference_first_response_histogram_ms']) {
+      expect(sample(lines, `${h}_count`, m)).toBe(successes);
+      expect(sample(lines, `${h}_bucket`, { ...m, le: '+Inf' })).toBe(successes);
+    }
+    expect(sample(lines, 'nereid_inference_request_duration_ms_sum', m)).toBeCloseTo(s.inference_stats.success.ns / 1e6, 6);
+    expect(sample(lines, 'nereid_inference_batch_size_count', m)).toBe(s.execution_count);
+    // Every execution, of requests that failed too (the statistics' batch_stats count them alike).
+    const executed = (s.batch_stats as { batch_size: number; compute_infer: Duration }[]).reduce((n, b) => n + b.batch_size * b.compute_infer.count, 0);
+    expect(sample(lines, 'nereid_inference_batch_size_sum', m)).toBe(executed);
+    for (const summary of ['request', 'queue', 'compute_input', 'compute_infer', 'compute_output']) {
+      const name = `nv_inference_${summary}_summary_us`;
+      expect(sample(lines, `${name}_count`, m)).toBe(successes);
+      // The quantiles set with summary_quantiles, and only those.
+      expect(lines.filter((l) => l.name === name && l.labels.model === model).map((l) => l.labels.quantile)).toEqual(['0.5', '0.99']);
+    }
+  });
+
+  it("shows a python model's custom counter, gauge and histogram with the values it set", async () => {
+    const r = await infer('metric_kinds', value(4));
+    expect(r.status).toBe(200);
+    const out = Object.fromEntries((r.body.outputs as { name: string; data: unknown[] }[]).map((o) => [o.name, o.data[0]]));
+    // value() reads the server's value back: 7 requests so far, the gauge as last set.
+    expect(out).toEqual({ COUNT: 7, GAUGE: 4, SET_ERROR: 'Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set' });
+    const text = await scrape();
+    expect(text).toContain('# HELP fixture_requests_total Requests the fixture received\n# TYPE fixture_requests_total counter\n');
+    expect(text).toContain('fixture_requests_total{kind="counter",model="metric_kinds"} 7\n');
+    expect(text).toContain('# TYPE fixture_last_value gauge\nfixture_last_value{model="metric_kinds"} 4\n');
+    expect(text).toContain(
+      [
+        '# TYPE fixture_values histogram',
+        'fixture_values_bucket{model="metric_kinds",le="1"} 1',
+        'fixture_values_bucket{model="metric_kinds",le="5"} 3',
+        'fixture_values_bucket{model="metric_kinds",le="10"} 4',
+        'fixture_values_bucket{model="metric_kinds",le="+Inf"} 5',
+        'fixture_values_sum{model="metric_kinds"} 34.5',
+        'fixture_values_count{model="metric_kinds"} 5',
+      ].join('\n'),
+    );
+  });
+
+  it("serves Triton's custom_metrics example's counter (three instances, one family)", async () => {
+    const fp32 = (name: string, data: number[]) => ({ name, datatype: 'FP32', shape: [4], data });
+    for (let i = 0; i < 3; i++) {
+      const r = await infer('custom_metrics', { inputs: [fp32('INPUT0', [1, 2, 3, 4]), fp32('INPUT1', [1, 1, 1, 1])] });
+      expect(r.body.outputs[0].data).toEqual([2, 3, 4, 5]);
+    }
+    const text = await scrape();
+    // The patterns Triton's examples/custom_metrics/client.py looks for.
+    expect(text).toContain('# HELP requests_process_latency_ns Cumulative time spent processing requests');
+    expect(text).toContain('# TYPE requests_process_latency_ns counter');
+    const latency = sample(parse(text), 'requests_process_latency_ns', { model: 'custom_metrics', version: '1' });
+    expect(latency).toBeGreaterThan(0);
+  });
+
+  it('counts a python stub restart', async () => {
+    const r = await infer('crash', { inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1], data: [1] }] });
+    expect(r.status).not.toBe(200);
+    expect(sample(parse(await scrape()), 'nereid_python_stub_restarts_total', { model: 'crash', version: '1' })).toBe(1);
+  });
+
+  it('exports the CPU gauges and nothing GPU', async () => {
+    const lines = parse(await scrape());
+    const util = sample(lines, 'nv_cpu_utilization', {});
+    expect(util).toBeGreaterThanOrEqual(0);
+    expect(util).toBeLessThanOrEqual(1);
+    expect(sample(lines, 'nv_cpu_memory_total_bytes', {})).toBeGreaterThan(sample(lines, 'nv_cpu_memory_used_bytes', {}));
+    expect(lines.filter((l) => l.name.startsWith('nv_gpu') || l.name.startsWith('nv_energy'))).toEqual([]);
+  });
+
+  it("drops a model's series and its custom metrics when it unloads", async () => {
+    const r = await postJson(`${server.http}/v2/repository/models/metric_kinds/unload`, {});
+    expect(r.status).toBe(200);
+    const text = await scrape();
+    expect(text).not.toContain('fixture_');
+    expect(text).not.toContain('model="metric_kinds"');
+    expect(text).toContain('requests_process_latency_ns{model="custom_metrics",version="1"}');
+  });
+});
+
+describe('metrics settings', () => {
+  it('--metrics-config counter_latencies=false and nereid_histograms=false leave those families out', async () => {
+    const server = await startTestServer({
+      modelRepositories: [makeRepository({ simple: 'models/simple' })],
+      metricsConfig: ['counter_latencies=false', 'nereid_histograms=false'],
+      allowCpuMetrics: false,
+    });
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+      expect(text).toContain('nv_inference_request_success{model="simple",version="1"} 0');
+      expect(text).not.toContain('_duration_us');
+      expect(text).not.toContain('nereid_');
+      expect(text).not.toContain('nv_cpu_');
+      expect(text).not.toContain('_summary_us');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('--allow-metrics=false serves no metrics port', async () => {
+    const server = await startTestServer({ modelRepositories: [makeRepository({ simple: 'models/simple' })], allowMetrics: false });
+    try {
+      expect(server.metricsPort).toBe(-1);
+    } finally {
+      await server.close();
+    }
+  });
+});
