@@ -1,9 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { startAzureEmulator, startS3Emulator, withEnv, type CloudEmulator } from '../../../../test/helpers/cloud-emulators';
 import { CacheSync } from './cache-sync';
-import { remoteStore } from './remote-repositories';
+import { RemoteRepositories, remoteStore } from './remote-repositories';
 import { parseRemoteRepository } from './remote-url';
 
 /** Every file under a folder, `relative/path` → text. */
@@ -24,16 +24,16 @@ function newCache(url: string, env: NodeJS.ProcessEnv): { sync: CacheSync; local
   const base = mkdtempSync(path.join(tmpdir(), 'nereid-cache-spec-'));
   const local = path.join(base, 'repository');
   const staging = path.join(base, 'staging');
-  require('node:fs').mkdirSync(local);
-  require('node:fs').mkdirSync(staging);
+  mkdirSync(local);
+  mkdirSync(staging);
   return { sync: new CacheSync(remoteStore(parseRemoteRepository(url), env), local, staging), local, base };
 }
 
 /** One suite, run against each emulator: the sync is vendor-neutral, the stores must behave alike. */
 describe.each([
-  ['S3 (s3rver)', () => startS3Emulator('specs')],
-  ['Azure (azurite)', () => startAzureEmulator('specs')],
-])('cloud repository cache on %s', (_name, start) => {
+  ['S3 (s3rver)', () => startS3Emulator('specs'), 'TRITON_AWS_MOUNT_DIRECTORY'],
+  ['Azure (azurite)', () => startAzureEmulator('specs'), 'TRITON_AZURE_MOUNT_DIRECTORY'],
+])('cloud repository cache on %s', (_name, start, mountVariable) => {
   let emu: CloudEmulator;
   let restoreEnv: () => void;
 
@@ -80,6 +80,25 @@ describe.each([
     expect(tree(local)).toEqual({ 'm/1/ok.txt': 'ok' });
     expect(readdirSync(base).sort()).toEqual(['repository', 'staging']);
     expect(readdirSync(path.join(base, 'staging'))).toEqual([]);
+  });
+
+  it('serves local and cloud repositories side by side, in a mount directory when one is named', async () => {
+    await emu.put('mounted/m/1/model.txt', 'mounted');
+    const mount = mkdtempSync(path.join(tmpdir(), 'nereid-mount-'));
+    const localRepo = mkdtempSync(path.join(tmpdir(), 'nereid-local-'));
+    const repos = new RemoteRepositories([localRepo, emu.repository('mounted')], { env: { ...emu.env, [mountVariable]: mount } });
+    expect(repos.hasRemote).toBe(true);
+    expect(await repos.prepare()).toEqual([localRepo, path.join(mount, '1')]);
+    expect(tree(path.join(mount, '1'))).toEqual({ 'm/1/model.txt': 'mounted' });
+    await repos.close();
+    // The named folder is the user's: the copy stays, the staging folder goes.
+    expect(readdirSync(mount)).toEqual(['1']);
+
+    const temp = new RemoteRepositories([emu.repository('mounted')], { env: emu.env });
+    const [cache] = await temp.prepare();
+    expect(tree(cache)).toEqual({ 'm/1/model.txt': 'mounted' });
+    await temp.close();
+    expect(existsSync(cache)).toBe(false);
   });
 
   it('says which repository cannot be read, without credentials', async () => {
