@@ -5,7 +5,7 @@
  * mode only (Triton's words elsewhere); a model loaded at start-up is refused ("Server not
  * ready"); config and file overrides; ensembles bring their composing models.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
@@ -57,14 +57,18 @@ describe('python models manage models (pb_utils.load_model & co.)', () => {
   let server: Server;
 
   beforeAll(async () => {
-    repo = makeRepository({ model_manager: FIXTURE, startup_manager: FIXTURE, simple: 'models/simple' });
-    // startup_manager is loaded at start-up and tries to load 'simple' from initialize.
-    const startupConfig = path.join(repo, 'startup_manager', 'config.pbtxt');
-    writeFileSync(
-      startupConfig,
-      readFileSync(startupConfig, 'utf8').replace('name: "model_manager"', 'name: "startup_manager"') +
-        'parameters { key: "load_in_initialize" value: { string_value: "simple" } }\n',
-    );
+    repo = makeRepository({ model_manager: FIXTURE, startup_manager: FIXTURE, init_manager: FIXTURE, simple: 'models/simple' });
+    // startup_manager (loaded at start-up) and init_manager (loaded later) load a model from initialize.
+    for (const [name, target] of [['startup_manager', 'simple'], ['init_manager', 'py_from_init']]) {
+      const config = path.join(repo, name, 'config.pbtxt');
+      writeFileSync(
+        config,
+        readFileSync(config, 'utf8').replace('name: "model_manager"', `name: "${name}"`) +
+          `parameters { key: "load_in_initialize" value: { string_value: "${target}" } }\n`,
+      );
+    }
+    cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'py_from_init'), { recursive: true });
+    writeFileSync(path.join(repo, 'py_from_init', 'config.pbtxt'), readFileSync(path.join(repo, 'simple', 'config.pbtxt'), 'utf8').replace('"simple"', '"py_from_init"'));
     mkdirSync(path.join(repo, 'ens_simple', '1'), { recursive: true });
     writeFileSync(path.join(repo, 'ens_simple', 'config.pbtxt'), ENSEMBLE_PBTXT);
     server = await startTestServer({
@@ -83,6 +87,12 @@ describe('python models manage models (pb_utils.load_model & co.)', () => {
   it('refuses a model loaded at start-up, as Triton does before the server is ready', async () => {
     expect(await ask(server, 'startup_manager', 'init', '')).toBe('error: Failed to load model: Server not ready');
     expect(await readyStatus(server, 'simple')).not.toBe(200);
+  });
+
+  it("loads a model from initialize once the server has started (Triton's python backend QA pattern)", async () => {
+    expect((await postJson(`${server.http}/v2/repository/models/init_manager/load`)).status).toBe(200);
+    expect(await ask(server, 'init_manager', 'init', '')).toBe('ok');
+    expect(await readyStatus(server, 'py_from_init')).toBe(200);
   });
 
   it('loads, checks and unloads a model', async () => {
