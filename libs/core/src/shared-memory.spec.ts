@@ -158,6 +158,29 @@ describe('SystemSharedMemory', () => {
     shm.close();
   });
 
+  it("a request's use: inputs read into pooled buffers reused after release, outputs bound, all let go at once", () => {
+    const shm = new SystemSharedMemory({ enabled: true });
+    const { key, file } = object(32);
+    fs.writeFileSync(file, Buffer.from(Array.from({ length: 32 }, (_, i) => i)));
+    shm.register('r', key, 0, 32);
+    const first = shm.use();
+    const a = first.readInput('r', 0, 16);
+    expect([...a.subarray(0, 4)]).toEqual([0, 1, 2, 3]);
+    first.bindOutput('OUT', 'r', 16, 16);
+    first.output('OUT')!.write(Uint8Array.from([42]), 'OUT');
+    expect(first.output('NONE')).toBeUndefined();
+    shm.unregister('r');
+    first.release();
+    first.release(); // once only
+    shm.register('r', key, 0, 32);
+    const second = shm.use();
+    const b = second.readInput('r', 16, 16);
+    expect(b.buffer).toBe(a.buffer); // the pooled store came back
+    expect(b[0]).toBe(42);
+    second.release();
+    shm.close();
+  });
+
   it('closes the descriptor only when the last request using an unregistered region is done', () => {
     const shm = new SystemSharedMemory({ enabled: true });
     const { key, file } = object(8);

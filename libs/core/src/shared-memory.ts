@@ -92,10 +92,12 @@ export class SharedMemorySlice {
     return this.region.name;
   }
 
-  /** Bytes the slice covers, read straight into a buffer of their own (8-byte aligned, no copy after). */
-  read(): Uint8Array {
+  /**
+   * Bytes the slice covers, read straight into `target` (default: a buffer of their own; 8-byte
+   * aligned either way, so the tensor is a view of it with no copy after).
+   */
+  read(target: Uint8Array = Buffer.allocUnsafeSlow(this.byteSize)): Uint8Array {
     this.checkSize();
-    const target = Buffer.allocUnsafeSlow(this.byteSize);
     this.transfer(target, (buf, at, len, pos) => fs.readSync(this.region.fd, buf, at, len, pos));
     return target;
   }
@@ -132,6 +134,96 @@ export class SharedMemorySlice {
   }
 }
 
+/**
+ * Backing stores of input tensors read from regions, reused from one request to the next. A fresh
+ * 16 MiB buffer per request costs a page fault per 4 KiB before a byte is read, and V8 counts it
+ * towards its next full collection; on the shared benchmark machine a fresh 16 MiB read took
+ * 200-500 ms against ~10 ms into a reused buffer (bench/RESULTS.md, shared memory). Like the HTTP
+ * body pool (apps/gateway/src/http/body-pool.ts): a few buffers, bounded in count and bytes.
+ */
+class InputBufferPool {
+  private readonly free: ArrayBuffer[] = [];
+
+  constructor(
+    private readonly maxFree = 8,
+    private readonly maxBytes = 64 * 1024 * 1024,
+    private readonly maxFreeBytes = 256 * 1024 * 1024,
+  ) {}
+
+  /** `size` bytes over a store of at most twice that (contents: whatever the last user left). */
+  acquire(size: number): Uint8Array {
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const length = this.free[i].byteLength;
+      if (length >= size && length <= size * 2 && (best === -1 || length < this.free[best].byteLength)) best = i;
+    }
+    const store = best === -1 ? Buffer.allocUnsafeSlow(size).buffer : this.free.splice(best, 1)[0];
+    return new Uint8Array(store, 0, size);
+  }
+
+  release(view: Uint8Array): void {
+    const store = view.buffer as ArrayBuffer;
+    if (store.byteLength > this.maxBytes || store.byteLength === 0 || this.free.includes(store)) return;
+    this.free.push(store);
+    let total = 0;
+    for (const b of this.free) total += b.byteLength;
+    while (this.free.length > this.maxFree || total > this.maxFreeBytes) {
+      // The smallest go first: the largest serve every smaller input up to half their size.
+      this.free.sort((a, b) => b.byteLength - a.byteLength);
+      total -= this.free.pop()!.byteLength;
+    }
+  }
+}
+
+/**
+ * What one request uses of client shared memory: its inputs, read from regions into pooled
+ * buffers, and the slices its outputs are written into. `release()` (once the response is sent)
+ * lets go of the slices and gives the input buffers back; until then nothing else reads or writes
+ * them.
+ */
+export class SharedMemoryUse {
+  private outputs: Map<string, SharedMemorySlice> | undefined;
+  private inputs: Uint8Array[] | undefined;
+
+  constructor(
+    private readonly shm: SystemSharedMemory,
+    private readonly pool: InputBufferPool,
+  ) {}
+
+  /** An input's bytes from region `name` (Triton's checks first), in a buffer held until release. */
+  readInput(name: string, offset: WireSize, byteSize: WireSize): Uint8Array {
+    const slice = this.shm.slice(name, offset, byteSize);
+    try {
+      const target = this.pool.acquire(slice.byteSize);
+      (this.inputs ??= []).push(target);
+      return slice.read(target);
+    } finally {
+      slice.release();
+    }
+  }
+
+  /** Output `output` goes into region `name` at `offset`, at most `byteSize` bytes. */
+  bindOutput(output: string, name: string, offset: WireSize, byteSize: WireSize): void {
+    const slice = this.shm.slice(name, offset, byteSize);
+    this.outputs ??= new Map();
+    this.outputs.get(output)?.release();
+    this.outputs.set(output, slice);
+  }
+
+  /** The slice output `name` is written into, if it goes to shared memory. */
+  output(name: string): SharedMemorySlice | undefined {
+    return this.outputs?.get(name);
+  }
+
+  /** Releases the output slices and gives the input buffers back (idempotent). */
+  release(): void {
+    if (this.outputs) releaseSlices(this.outputs.values());
+    this.outputs = undefined;
+    if (this.inputs) for (const b of this.inputs) this.pool.release(b);
+    this.inputs = undefined;
+  }
+}
+
 export interface SharedMemoryOptions {
   /** `--allow-client-shm`: register/unregister refused while false. */
   enabled: boolean;
@@ -151,6 +243,7 @@ export class SystemSharedMemory {
   readonly enabled: boolean;
   private readonly dir: string;
   private readonly regions = new Map<string, SystemRegion>();
+  private readonly inputBuffers = new InputBufferPool();
 
   constructor(options: SharedMemoryOptions) {
     this.enabled = options.enabled;
@@ -221,6 +314,11 @@ export class SystemSharedMemory {
     if (size === undefined || start + size > region.byteSize) throw Errors.outOfBounds(name);
     region.hold();
     return new SharedMemorySlice(region, start, size);
+  }
+
+  /** A request's use of the regions (see SharedMemoryUse). */
+  use(): SharedMemoryUse {
+    return new SharedMemoryUse(this, this.inputBuffers);
   }
 
   /** Unregisters every region (shutdown); regions in use close when their requests finish. */

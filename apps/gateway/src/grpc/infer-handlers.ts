@@ -2,7 +2,7 @@ import type { handleUnaryCall, sendUnaryData, ServerUnaryCall, UntypedServiceImp
 import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
 import { InferenceError } from '@nereid/protocol';
 import { toServiceError } from './grpc-status';
-import { decodeInferRequest, releaseSharedOutputs, type DecodedInferRequest } from './infer-request';
+import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
 import { LazyAbort } from './lazy-abort';
 import { handleStreamInfer } from './stream-infer';
@@ -32,27 +32,27 @@ export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemor
       }
       promise = core.inferOne(request);
     } catch (e) {
-      releaseSharedOutputs(decoded);
+      releaseSharedMemory(decoded);
       callback(toServiceError(e));
       return;
     }
-    const sharedOutputs = decoded.sharedOutputs;
+    const sharedMemoryUse = decoded.sharedMemory;
     promise.then(
       (response) => {
         // An encoding failure answers the call too (left to the promise, it would hang the call).
         let message: WireModelInferResponse;
         try {
-          message = encodeInferResponse(response, undefined, sharedOutputs);
+          message = encodeInferResponse(response, undefined, sharedMemoryUse);
         } catch (e) {
           callback(toServiceError(e));
           return;
         } finally {
-          releaseSharedOutputs(decoded);
+          releaseSharedMemory(decoded);
         }
         callback(null, message);
       },
       (e: unknown) => {
-        releaseSharedOutputs(decoded);
+        releaseSharedMemory(decoded);
         callback(toServiceError(e));
       },
     );

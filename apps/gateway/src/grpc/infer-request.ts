@@ -1,4 +1,4 @@
-import { releaseSlices, type SharedMemorySlice, type SystemSharedMemory } from '@nereid/core';
+import type { SharedMemoryUse, SystemSharedMemory } from '@nereid/core';
 import {
   applyRequestParameters,
   CoreRequestErrors,
@@ -35,10 +35,10 @@ export interface DecodedInferRequest {
   /** `triton_enable_empty_final_response`: send an empty final response on streams. */
   enableEmptyFinalResponse: boolean;
   /**
-   * Requested outputs written into client shared memory, each a held slice of its region: the
-   * caller passes them to encodeInferResponse and releases them (`releaseSlices`) once done.
+   * The request's client shared memory (inputs read from regions, outputs bound to regions): the
+   * caller passes it to encodeInferResponse and releases it (`releaseSharedMemory`) once answered.
    */
-  sharedOutputs?: Map<string, SharedMemorySlice>;
+  sharedMemory?: SharedMemoryUse;
 }
 
 const SHM_REGION = 'shared_memory_region';
@@ -65,19 +65,10 @@ function shmParameters(name: string, params: WireParameters | undefined): { regi
   return { region: region.string_param ?? '', offset, byteSize };
 }
 
-/** Holds the slice of a tensor's region; NOT_FOUND when no client shared memory is served. */
-function sliceOf(shm: { region: string; offset: WireLong; byteSize: WireLong }, sharedMemory: SystemSharedMemory | undefined): SharedMemorySlice {
-  if (!sharedMemory) throw SharedMemoryErrors.notFound(shm.region);
-  return sharedMemory.slice(shm.region, shm.offset, shm.byteSize);
-}
-
-/** An input read from client shared memory (the slice is held only for the read). */
-function shmInput(datatype: DataType, shape: number[], name: string, model: string, slice: SharedMemorySlice): TensorData {
-  try {
-    return tensorDataFromBytes(datatype, shape, slice.read(), name, model);
-  } finally {
-    slice.release();
-  }
+/** The request's use of client shared memory, begun on first need; NOT_FOUND when none is served. */
+function useOf(decoded: DecodedInferRequest, region: string, sharedMemory: SystemSharedMemory | undefined): SharedMemoryUse {
+  if (!sharedMemory) throw SharedMemoryErrors.notFound(region);
+  return (decoded.sharedMemory ??= sharedMemory.use());
 }
 
 /** Shape of an input; a negative dimension (-1: "any") cannot describe data that was sent. */
@@ -113,7 +104,7 @@ function plainBytes(b: Buffer): Uint8Array {
  * The inputs with their data, in Triton's way and order: with any raw_input_contents, no input may
  * carry typed contents; an input without contents takes the next raw entry.
  */
-function decodeInputs(msg: WireModelInferRequest, sharedMemory: SystemSharedMemory | undefined): Tensor[] {
+function decodeInputs(msg: WireModelInferRequest, decoded: DecodedInferRequest, sharedMemory: SystemSharedMemory | undefined): Tensor[] {
   const raw = msg.raw_input_contents;
   const model = msg.model_name;
   let next = 0;
@@ -125,7 +116,9 @@ function decodeInputs(msg: WireModelInferRequest, sharedMemory: SystemSharedMemo
     const shm = shmParameters(name, input.parameters);
     if (shm) {
       if (hasContents(input.contents)) throw SharedMemoryErrors.grpcContentsWithShm(name, model);
-      data = shmInput(datatype, shape, name, model, sliceOf(shm, sharedMemory));
+      // Read straight into a pooled buffer the tensor is a view of (held until the call is answered).
+      const bytes = useOf(decoded, shm.region, sharedMemory).readInput(shm.region, shm.offset, shm.byteSize);
+      data = tensorDataFromBytes(datatype, shape, bytes, name, model);
     } else if (hasContents(input.contents)) {
       if (raw.length > 0) throw Errors.contentsWithRaw(name, model);
       data = tensorDataFromContents(datatype, shape, input.contents, name, model);
@@ -167,9 +160,7 @@ function decodeOutput(o: WireRequestedOutput, decoded: DecodedInferRequest, shar
   const classification = classificationOf(o.parameters);
   if (shm) {
     if (classification !== undefined) throw SharedMemoryErrors.grpcOutputWithClassification();
-    const slice = sliceOf(shm, sharedMemory);
-    (decoded.sharedOutputs ??= new Map()).get(o.name)?.release();
-    decoded.sharedOutputs.set(o.name, slice);
+    useOf(decoded, shm.region, sharedMemory).bindOutput(o.name, shm.region, shm.offset, shm.byteSize);
   }
   if (classification !== undefined) out.classification = classification;
   const parameters = outputParameters(o.parameters);
@@ -186,20 +177,18 @@ export function decodeInferRequest(msg: WireModelInferRequest, sharedMemory?: Sy
   const request = newInferenceRequest(msg.model_name, parseModelVersion(msg.model_version));
   request.id = msg.id;
   applyRequestParameters(request, params.values);
-  request.inputs = decodeInputs(msg, sharedMemory);
   const decoded: DecodedInferRequest = { request, enableEmptyFinalResponse: params.enableEmptyFinalResponse };
-  if (msg.outputs.length > 0) {
-    try {
-      request.outputs = msg.outputs.map((o) => decodeOutput(o, decoded, sharedMemory));
-    } catch (e) {
-      releaseSharedOutputs(decoded);
-      throw e;
-    }
+  try {
+    request.inputs = decodeInputs(msg, decoded, sharedMemory);
+    if (msg.outputs.length > 0) request.outputs = msg.outputs.map((o) => decodeOutput(o, decoded, sharedMemory));
+  } catch (e) {
+    releaseSharedMemory(decoded);
+    throw e;
   }
   return decoded;
 }
 
-/** Releases the shared-memory slices a decoded request holds (idempotent). */
-export function releaseSharedOutputs(decoded: DecodedInferRequest | undefined): void {
-  if (decoded?.sharedOutputs) releaseSlices(decoded.sharedOutputs.values());
+/** Releases the client shared memory a decoded request used (idempotent). */
+export function releaseSharedMemory(decoded: DecodedInferRequest | undefined): void {
+  decoded?.sharedMemory?.release();
 }

@@ -1,4 +1,4 @@
-import type { SharedMemorySlice } from '@nereid/core';
+import type { SharedMemoryUse } from '@nereid/core';
 import type { InferenceResponse } from '@nereid/protocol';
 import { tensorDataToBytes } from '@nereid/tensor';
 import { encodeParameters } from './infer-parameters';
@@ -9,13 +9,13 @@ const EMPTY = new Uint8Array(0);
 /**
  * InferenceResponse → ModelInferResponse. Like Triton, every output's data goes in
  * `raw_output_contents` (same order as `outputs`; BYTES with 4-byte LE length prefixes); typed
- * `contents` are never filled. Buffers are passed as views, not copied. Outputs in `sharedOutputs`
- * are written into their client shared-memory slices instead.
+ * `contents` are never filled. Buffers are passed as views, not copied. Outputs bound to client
+ * shared memory (`sharedMemory`) are written into their regions instead.
  */
 export function encodeInferResponse(
   response: InferenceResponse,
   extra?: WireParameters,
-  sharedOutputs?: ReadonlyMap<string, SharedMemorySlice>,
+  sharedMemory?: SharedMemoryUse,
 ): WireModelInferResponse {
   const n = response.outputs.length;
   const outputs = new Array<WireInferOutputTensor>(n);
@@ -23,7 +23,7 @@ export function encodeInferResponse(
   for (let i = 0; i < n; i++) {
     const t = response.outputs[i];
     outputs[i] = { name: t.name, datatype: t.datatype, shape: t.shape };
-    const slice = sharedOutputs?.get(t.name);
+    const slice = sharedMemory?.output(t.name);
     if (slice) {
       // Written into the client's region; its raw entry stays empty, as in Triton.
       slice.write(tensorDataToBytes(t), t.name);

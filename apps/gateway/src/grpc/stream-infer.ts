@@ -2,7 +2,7 @@ import type { handleBidiStreamingCall, ServerDuplexStream } from '@grpc/grpc-js'
 import type { InferenceCore, ResponseObserver, SystemSharedMemory } from '@nereid/core';
 import { toInferenceError, type InferenceError, type InferenceResponse } from '@nereid/protocol';
 import { toServiceError } from './grpc-status';
-import { decodeInferRequest, releaseSharedOutputs, type DecodedInferRequest } from './infer-request';
+import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
 import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameters } from './wire-types';
 
@@ -72,7 +72,7 @@ class InferStream {
       this.core.infer(decoded.request, this.observer(msg, decoded));
     } catch (e) {
       this.pending--;
-      releaseSharedOutputs(decoded);
+      releaseSharedMemory(decoded);
       this.sendError(toInferenceError(e), { id: msg.id });
       this.finishIfDone();
     }
@@ -84,7 +84,7 @@ class InferStream {
     const complete = (): void => {
       if (done) return;
       done = true;
-      releaseSharedOutputs(decoded);
+      releaseSharedMemory(decoded);
       this.pending--;
       this.finishIfDone();
     };
@@ -95,7 +95,7 @@ class InferStream {
           lastVersion = response.modelVersion;
           let encoded;
           try {
-            encoded = encodeInferResponse(response, final ? FINAL : NOT_FINAL, decoded.sharedOutputs);
+            encoded = encodeInferResponse(response, final ? FINAL : NOT_FINAL, decoded.sharedMemory);
           } catch (e) {
             this.sendError(toInferenceError(e), { id: msg.id, model_name: msg.model_name, model_version: lastVersion, parameters: FINAL });
             complete();

@@ -1,4 +1,4 @@
-import { releaseSlices, type SharedMemorySlice, type SystemSharedMemory } from '@nereid/core';
+import type { SharedMemoryUse, SystemSharedMemory } from '@nereid/core';
 import {
   applyRequestParameters,
   CoreRequestErrors,
@@ -36,15 +36,15 @@ export interface OutputForm {
   /** Per requested output: true = binary section, false = JSON. */
   binary: Map<string, boolean>;
   /**
-   * Requested outputs written into client shared memory, each a held slice of its region: the
-   * caller releases them (`releaseOutputSlices`) once the response is encoded or the request failed.
+   * The request's client shared memory: inputs read from regions, outputs bound to regions. The
+   * caller releases it (`releaseSharedMemory`) once the response is sent or the request failed.
    */
-  sharedMemory?: Map<string, SharedMemorySlice>;
+  sharedMemory?: SharedMemoryUse;
 }
 
-/** Releases the shared-memory slices an OutputForm holds (idempotent). */
-export function releaseOutputSlices(form: OutputForm | undefined): void {
-  if (form?.sharedMemory) releaseSlices(form.sharedMemory.values());
+/** Releases the client shared memory a request used (idempotent). */
+export function releaseSharedMemory(form: OutputForm | undefined): void {
+  form?.sharedMemory?.release();
 }
 
 /** An input's or output's `shared_memory_*` parameters (Triton's CheckSharedMemoryData). */
@@ -67,10 +67,10 @@ function shmParameters(p: Record<string, unknown>): ShmParameters | undefined {
   return { region, offset: unsigned('shared_memory_offset'), byteSize: unsigned('shared_memory_byte_size') };
 }
 
-/** Holds the region slice `params` name; NOT_FOUND when no client shared memory is served. */
-function sliceOf(params: ShmParameters, shm: SystemSharedMemory | undefined): SharedMemorySlice {
+/** The request's use of client shared memory, begun on first need; NOT_FOUND when none is served. */
+function useOf(form: OutputForm, params: ShmParameters, shm: SystemSharedMemory | undefined): SharedMemoryUse {
   if (!shm) throw SharedMemoryErrors.notFound(params.region);
-  return shm.slice(params.region, params.offset, params.byteSize);
+  return (form.sharedMemory ??= shm.use());
 }
 
 export interface DecodedInfer {
@@ -246,9 +246,31 @@ export function decodeInferRequest(
   const request = newInferenceRequest(model, version);
   request.id = json.id ?? '';
   const { binaryDataOutput } = applyRequestParameters(request, parseParams(exact.parametersOf(json.parameters)));
-  let offset = jsonEnd;
-  for (let index = 0; index < json.inputs.length; index++) {
-    const input = json.inputs[index];
+  const form: OutputForm = { defaultBinary: binaryDataOutput, binary: new Map() };
+  try {
+    decodeInputs(json.inputs, body, jsonLength, request, form, exact, sharedMemory);
+    if (json.outputs) request.outputs = json.outputs.map((o) => decodeOutput(o, form, sharedMemory));
+  } catch (e) {
+    releaseSharedMemory(form);
+    throw e;
+  }
+  return { request, form };
+}
+
+/** The inputs, in Triton's order of checks; shared-memory ones read into `form.sharedMemory`'s buffers. */
+function decodeInputs(
+  inputs: { name: string; shape: number[]; datatype: string; parameters?: Record<string, unknown>; data?: unknown }[],
+  body: Buffer,
+  jsonLength: number | undefined,
+  request: InferenceRequest,
+  form: OutputForm,
+  exact: ExactData,
+  sharedMemory: SystemSharedMemory | undefined,
+): void {
+  const model = request.modelName;
+  let offset = jsonLength ?? body.length;
+  for (let index = 0; index < inputs.length; index++) {
+    const input = inputs[index];
     const p = input.parameters ?? {};
     const binarySize = p.binary_data_size;
     const shm = p.shared_memory_region;
@@ -259,13 +281,10 @@ export function decodeInferRequest(
     const datatype = input.datatype as Tensor['datatype'];
     let data: Tensor['data'];
     if (shm !== undefined) {
-      // Read straight into a buffer of the tensor's own; the slice is held only for the read.
-      const slice = sliceOf(shmParameters(p)!, sharedMemory);
-      try {
-        data = tensorDataFromBytes(datatype, input.shape, slice.read(), input.name, model);
-      } finally {
-        slice.release();
-      }
+      // Read straight into a pooled buffer the tensor is a view of (held until the response is sent).
+      const params = shmParameters(p)!;
+      const bytes = useOf(form, params, sharedMemory).readInput(params.region, params.offset, params.byteSize);
+      data = tensorDataFromBytes(datatype, input.shape, bytes, input.name, model);
     } else if (binarySize !== undefined) {
       if (typeof binarySize !== 'number' || !Number.isInteger(binarySize) || binarySize < 0) {
         throw Errors.unableToParse('binary_data_size', JsonAccess.unsigned);
@@ -282,19 +301,9 @@ export function decodeInferRequest(
     request.inputs.push({ name: input.name, datatype, shape: input.shape, data });
   }
   if (offset !== body.length) throw Errors.unexpectedAdditionalData(model);
-  const form: OutputForm = { defaultBinary: binaryDataOutput, binary: new Map() };
-  if (json.outputs) {
-    try {
-      request.outputs = json.outputs.map((o) => decodeOutput(o, form, sharedMemory));
-    } catch (e) {
-      releaseOutputSlices(form);
-      throw e;
-    }
-  }
-  return { request, form };
 }
 
-/** One requested output; one written into shared memory holds its slice in `form.sharedMemory`. */
+/** One requested output; one written into shared memory is bound in `form.sharedMemory`. */
 function decodeOutput(
   o: { name: string; parameters?: Record<string, unknown> },
   form: OutputForm,
@@ -306,9 +315,8 @@ function decodeOutput(
     if (p.classification !== undefined) throw SharedMemoryErrors.httpOutputWith('classification');
     if (p.binary_data !== undefined && typeof p.binary_data !== 'boolean') throw Errors.unableToParse('binary_data', JsonAccess.boolean);
     if (p.binary_data === true) throw SharedMemoryErrors.httpOutputWith('binary_data');
-    const slice = sliceOf(shmParameters(p)!, sharedMemory);
-    (form.sharedMemory ??= new Map()).get(o.name)?.release();
-    form.sharedMemory.set(o.name, slice);
+    const params = shmParameters(p)!;
+    useOf(form, params, sharedMemory).bindOutput(o.name, params.region, params.offset, params.byteSize);
     return { name: o.name };
   }
   const out: RequestedOutput = { name: o.name };
@@ -349,7 +357,7 @@ export function encodeInferResponseText(response: InferenceResponse, form: Outpu
     const asBinary = form.binary.get(t.name) ?? form.defaultBinary;
     const out: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size: number }; data?: unknown[] | string } =
       { name: t.name, datatype: t.datatype, shape: t.shape };
-    const slice = form.sharedMemory?.get(t.name);
+    const slice = form.sharedMemory?.output(t.name);
     if (slice) {
       // Written into the client's region as it is; the response carries neither data nor size.
       slice.write(tensorDataToBytes(t), t.name);

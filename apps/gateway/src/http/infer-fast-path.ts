@@ -9,7 +9,7 @@ import { LazyAbort } from '../grpc/lazy-abort';
 import {
   decodeInferRequest,
   encodeInferResponseText,
-  releaseOutputSlices,
+  releaseSharedMemory,
   type EncodedResponseText,
   type OutputForm,
   type RawInputInfo,
@@ -203,18 +203,18 @@ export class InferFastPath {
           open.delete(abort);
           if (last) answer(req, res, last, outputForm);
           else fail(res, InferenceError.internal(`model '${model}' sent no response`));
-          releaseOutputSlices(outputForm);
+          releaseWhenSent(res, outputForm);
           settled();
         },
         onError: (e) => {
           open.delete(abort);
-          releaseOutputSlices(outputForm);
+          releaseWhenSent(res, outputForm);
           fail(res, e);
           settled();
         },
       });
     } catch (e) {
-      releaseOutputSlices(form);
+      releaseSharedMemory(form);
       fail(res, e);
       settled();
     }
@@ -222,6 +222,16 @@ export class InferFastPath {
 }
 
 function noop(): void {}
+
+/**
+ * A request's client shared memory goes back once its response is sent: output tensors written to
+ * the socket may be views of input buffers the pool would hand to the next request.
+ */
+function releaseWhenSent(res: ServerResponse, form: OutputForm): void {
+  if (!form.sharedMemory) return;
+  if (res.closed) releaseSharedMemory(form);
+  else res.once('close', () => releaseSharedMemory(form));
+}
 
 /** Encodes (outputs bound for shared memory are written there now) and writes the response, or the error. */
 function answer(req: IncomingMessage, res: ServerResponse, response: InferenceResponse, form: OutputForm): void {
