@@ -26,6 +26,9 @@ export function objectKeyProblem(key: string): string | undefined {
   return undefined;
 }
 
+/** Downloads in flight at once during a sync. */
+const PARALLEL_DOWNLOADS = 8;
+
 /** An ETag with its quotes (and weak marker) removed: listings and downloads do not quote alike. */
 function sameVersion(a: string | undefined, b: string): boolean {
   const bare = (v: string): string => v.replace(/^W\//, '').replace(/"/g, '');
@@ -87,29 +90,37 @@ export class CacheSync {
       }
     }
 
-    for (const [rel, version] of [...this.manifest]) {
-      const o = wanted.get(rel);
-      if (o && sameVersion(version, o.version)) continue;
-      if (!o) {
-        await this.remove(rel);
-        report.removed++;
-      }
+    const foldersBefore = this.folders();
+    for (const rel of [...this.manifest.keys()]) {
+      if (wanted.has(rel)) continue;
+      await this.remove(rel);
+      report.removed++;
     }
-    for (const [rel, o] of wanted) {
-      if (sameVersion(this.manifest.get(rel), o.version)) continue;
-      try {
-        if (rel.endsWith('/')) {
-          await fs.mkdir(this.target(rel.slice(0, -1)), { recursive: true });
-          this.manifest.set(rel, o.version);
-        } else {
-          this.manifest.set(rel, await this.fetch(rel, o));
-          report.downloaded++;
+    if (report.removed > 0) await this.removeAbandonedFolders(foldersBefore);
+    const changed = [...wanted].filter(([rel, o]) => !sameVersion(this.manifest.get(rel), o.version));
+    // A few downloads at a time: a repository of many small files does not wait on each round trip.
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < changed.length) {
+        const [rel, o] = changed[next++];
+        try {
+          if (rel.endsWith('/')) {
+            await fs.mkdir(this.target(rel.slice(0, -1)), { recursive: true });
+            this.manifest.set(rel, o.version);
+          } else {
+            this.manifest.set(rel, await this.fetch(rel, o));
+            report.downloaded++;
+          }
+        } catch (e) {
+          next = changed.length;
+          throw this.failure(e, rel);
         }
-      } catch (e) {
-        throw this.failure(e, rel);
       }
-    }
-    await this.removeEmptyFolders([...this.manifest.keys()]);
+    };
+    // Every download settles before the sync answers: none still writes when the next sync starts.
+    const settled = await Promise.allSettled(Array.from({ length: Math.min(PARALLEL_DOWNLOADS, changed.length) }, worker));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
     return report;
   }
 
@@ -141,23 +152,25 @@ export class CacheSync {
     else await fs.rm(abs, { force: true });
   }
 
-  /** Folders left empty by removals are deleted, except those the store marks as folders. */
-  private async removeEmptyFolders(kept: readonly string[]): Promise<void> {
-    const markers = new Set(kept.filter((k) => k.endsWith('/')).map((k) => k.slice(0, -1)));
-    const walk = async (dir: string, rel: string): Promise<boolean> => {
-      const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-      let empty = true;
-      for (const e of entries) {
-        const childRel = rel ? `${rel}/${e.name}` : e.name;
-        if (e.isDirectory() && (await walk(path.join(dir, e.name), childRel)) && !markers.has(childRel)) {
-          await fs.rmdir(path.join(dir, e.name)).catch(() => undefined);
-        } else {
-          empty = false;
-        }
-      }
-      return empty;
-    };
-    await walk(this.localPath, '');
+  /** Folders that hold (or are marked as) objects of the store, by relative path. */
+  private folders(): Set<string> {
+    const out = new Set<string>();
+    for (const k of this.manifest.keys()) {
+      if (k.endsWith('/')) out.add(k.slice(0, -1));
+      for (const p of parents(k)) out.add(p);
+    }
+    return out;
+  }
+
+  /**
+   * After removals: folders that held objects of the store and hold none now are deleted with what
+   * they hold, so that a model deleted from the store disappears from the cache even where its
+   * backend wrote files of its own there (python's `__pycache__`). Elsewhere such files stay.
+   */
+  private async removeAbandonedFolders(before: Set<string>): Promise<void> {
+    const now = this.folders();
+    const gone = [...before].filter((f) => !now.has(f)).sort((a, b) => a.length - b.length);
+    for (const f of gone) await fs.rm(this.target(f), { recursive: true, force: true });
   }
 
   private failure(e: unknown, rel?: string): Error {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { startAzureEmulator, startS3Emulator, withEnv, type CloudEmulator } from '../../../../test/helpers/cloud-emulators';
@@ -66,6 +66,24 @@ describe.each([
     expect(tree(local)).toEqual({ 'm/config.pbtxt': 'name: "m"', 'm/2/model.txt': 'two, changed' });
     // The emptied version folder is gone too: the manager sees version 1 removed.
     expect(readdirSync(path.join(local, 'm')).sort()).toEqual(['2', 'config.pbtxt']);
+  });
+
+  it("deletes a removed model's folder with the files its backend wrote there", async () => {
+    await emu.put('gone/py/config.pbtxt', 'backend: "python"');
+    await emu.put('gone/py/1/model.py', 'pass');
+    await emu.put('gone/keep/1/model.py', 'pass');
+    const { sync, local } = newCache(emu.repository('gone'), emu.env);
+    await sync.sync();
+    // As python does on import: byte code beside the model, unknown to the store.
+    for (const m of ['py', 'keep']) {
+      mkdirSync(path.join(local, m, '1', '__pycache__'));
+      writeFileSync(path.join(local, m, '1', '__pycache__', 'model.cpython-311.pyc'), 'bytecode');
+    }
+    await emu.remove('gone/py/config.pbtxt');
+    await emu.remove('gone/py/1/model.py');
+    expect(await sync.sync()).toEqual({ downloaded: 0, removed: 2, skipped: [] });
+    expect(readdirSync(local)).toEqual(['keep']);
+    expect(tree(local)).toEqual({ 'keep/1/model.py': 'pass', 'keep/1/__pycache__/model.cpython-311.pyc': 'bytecode' });
   });
 
   it('skips keys that would leave the cache folder and writes nothing outside it', async () => {
