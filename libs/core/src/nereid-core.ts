@@ -30,8 +30,9 @@ import { TraceSettingsStore } from './trace-settings';
 export const SERVER_VERSION = '2.52.0';
 
 /**
- * The extensions server metadata lists: only those that work. Not listed: `system_shared_memory`
- * and `cuda_shared_memory` (no client shared memory: the endpoints answer UNSUPPORTED), `trace` (the
+ * The extensions server metadata lists: only those that work. `system_shared_memory` is added by
+ * extensionsOf with `--allow-client-shm=true`; never listed: `cuda_shared_memory` (no GPU: its
+ * registration answers UNSUPPORTED), `trace` (the
  * trace settings endpoints keep settings but no trace is written). test/protocol-words.e2e-spec.ts
  * calls an endpoint of each one listed.
  */
