@@ -219,3 +219,27 @@ describe('repository API: the same requests over HTTP and gRPC give the same ans
     expect(JSON.stringify(viaHttp)).not.toMatch(/nereid-override-|nereid-e2e-/);
   });
 });
+
+describe('repository API: --load-model of an ensemble in explicit mode', () => {
+  let server: Server;
+
+  beforeAll(async () => {
+    const repo = makeRepository({ simple: 'models/simple' });
+    mkdirSync(path.join(repo, 'ens_simple', '1'), { recursive: true });
+    writeFileSync(path.join(repo, 'ens_simple', 'config.pbtxt'), ENSEMBLE_PBTXT);
+    server = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['ens_simple'] });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('loads its composing model for it, and unload_dependents takes that one too', async () => {
+    const ready = async () => (await postJson(`${server.http}/v2/repository/index`, { ready: true })).body.map((e: { name: string }) => e.name);
+    expect(await ready()).toEqual(['ens_simple', 'simple']);
+    expect(await infer(server, 'ens_simple')).toEqual({ ok: true, body: [0, 2, 4, 6] });
+    const unload = await postJson(`${server.http}/v2/repository/models/ens_simple/unload`, { parameters: { unload_dependents: true } });
+    expect(unload.status).toBe(200);
+    expect(await ready()).toEqual([]);
+  });
+});

@@ -149,7 +149,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     await repositories.close();
   };
   try {
-    await loadStartupModels(manager, options, logger.log);
+    await loadStartupModels(manager, options, logger.log, (name) => core.loadAtStartup(name));
     let httpPort = -1;
     let grpcPort = -1;
     let metricsPort = -1;

@@ -8,6 +8,8 @@ export async function loadStartupModels(
   manager: ModelRepositoryManager,
   options: ServeOptions,
   log: (level: LogLevel, message: string) => void,
+  /** Explicit mode's named models: loaded as a load request would be (an ensemble with its composing models). */
+  loadNamed: (name: string) => Promise<void> = (name) => manager.load(name),
 ): Promise<void> {
   const { models, duplicates } = await manager.scan();
   let names: string[];
@@ -16,7 +18,8 @@ export async function loadStartupModels(
   } else {
     names = [...models.keys(), ...duplicates];
   }
-  const results = await Promise.allSettled(names.map((n) => manager.load(n)));
+  const named = options.modelControlMode === 'explicit' && !options.loadModels.includes('*');
+  const results = await Promise.allSettled(names.map((n) => (named ? loadNamed(n) : manager.load(n))));
   const failures = results
     .map((r, i) => (r.status === 'rejected' ? `${names[i]}: ${(r.reason as Error).message}` : undefined))
     .filter((f): f is string => f !== undefined);

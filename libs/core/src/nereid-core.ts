@@ -292,6 +292,11 @@ export class NereidCore implements InferenceCore {
     await this.dependencies.unload(name, unloadDependents);
   }
 
+  /** Explicit mode's `--load-model=<name>`: loaded as a load request would be, before the server is ready. */
+  loadAtStartup(name: string): Promise<void> {
+    return this.dependencies.load(name);
+  }
+
   statistics(name: string, version: number): ModelStatistics[] {
     if (!name) {
       const out: ModelStatistics[] = [];

@@ -24,8 +24,10 @@ function composingOf(config: ModelConfig | undefined): string[] {
  *   stays until an unload request names it.
  */
 export class EnsembleDependencies {
-  /** Models loaded only because an ensemble needed them. */
+  /** Models loaded because an ensemble needed them. */
   private readonly implicit = new Set<string>();
+  /** Models a load request named (they stay until an unload request names them). */
+  private readonly requested = new Set<string>();
   /** Ensembles unloaded (or refused) because a composing model went away, with their last load's options. */
   private readonly orphaned = new Map<string, LoadOptions>();
 
@@ -36,8 +38,8 @@ export class EnsembleDependencies {
 
   /** A load request naming `name`. */
   async load(name: string, options: LoadOptions = {}): Promise<void> {
+    this.requested.add(name);
     await this.loadWith(name, options, [name]);
-    this.implicit.delete(name);
     this.orphaned.delete(name);
     await this.restoreOrphans(name);
   }
@@ -84,6 +86,7 @@ export class EnsembleDependencies {
     const composing = composingOf(this.servedConfig(name));
     await this.manager.unload(name);
     this.implicit.delete(name);
+    this.requested.delete(name);
     if (!cascading) this.orphaned.delete(name);
     for (const ensemble of this.readyEnsemblesUsing(name)) {
       this.log('error', `ensemble '${ensemble}' contains models that are not available or ambiguous: ${name}`);
@@ -92,7 +95,8 @@ export class EnsembleDependencies {
     }
     if (!unloadDependents) return;
     for (const c of composing) {
-      if (this.implicit.has(c) && this.readyEnsemblesUsing(c).length === 0) await this.unloadOne(c, true, true);
+      const loadedForEnsembles = this.implicit.has(c) && !this.requested.has(c);
+      if (loadedForEnsembles && this.readyEnsemblesUsing(c).length === 0) await this.unloadOne(c, true, true);
     }
   }
 
