@@ -165,7 +165,7 @@ export class ModelRepositoryManager {
       if (!location) throw InferenceError.invalidArg(`failed to load '${name}', failed to poll from model repository`);
       return this.loadFrom(name, location, options);
     }
-    const location = await writeOverrideFolder(name, files);
+    const location = await writeOverrideFolder(name, files, (message) => this.options.log('error', message));
     const root = location.repository;
     try {
       await this.loadFrom(name, location, options, root);
