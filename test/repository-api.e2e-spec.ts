@@ -6,7 +6,8 @@
  * index after each step must be the same on both, and the sequence's key answers are checked
  * against Triton's words.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { call, inferenceClient, type Client } from './helpers/grpc-client';
@@ -15,6 +16,8 @@ import { makeRepository, postJson, ROOT, startTestServer } from './helpers/serve
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
 const MODEL_ONNX = readFileSync(path.join(ROOT, 'models/simple/1/model.onnx'));
+/** Where an absolute file override would land if it were written. */
+const OUTSIDE = path.join(tmpdir(), `nereid-outside-${process.pid}.onnx`);
 const TENSOR = (name: string) => ({ name, data_type: 'TYPE_INT32', dims: [16] });
 const SIMPLE_CONFIG = JSON.stringify({
   backend: 'onnxruntime',
@@ -150,7 +153,7 @@ const SEQUENCE: { step: Step; expect?: Partial<Outcome> }[] = [
   { step: { op: 'load', model: 'over', config: SIMPLE_CONFIG, files: { 'file:1/model.onnx': MODEL_ONNX } }, expect: { ok: true } },
   { step: { op: 'infer', model: 'over' }, expect: { ok: true, body: [0, 2, 4, 6] } },
   { step: { op: 'load', model: 'esc', config: SIMPLE_CONFIG, files: { 'file:../escape.onnx': MODEL_ONNX } }, expect: { ok: false, status: 400, error: "Invalid file parameter 'file:../escape.onnx' must stay within model directory." } },
-  { step: { op: 'load', model: 'esc', config: SIMPLE_CONFIG, files: { 'file:/tmp/abs.onnx': MODEL_ONNX } }, expect: { ok: false, status: 400, error: "Invalid file parameter 'file:/tmp/abs.onnx' must stay within model directory." } },
+  { step: { op: 'load', model: 'esc', config: SIMPLE_CONFIG, files: { [`file:${OUTSIDE}`]: MODEL_ONNX } }, expect: { ok: false, status: 400, error: `Invalid file parameter 'file:${OUTSIDE}' must stay within model directory.` } },
   // A name longer than the file system takes: Triton's words, no server path (was ENAMETOOLONG and a /tmp path).
   { step: { op: 'load', model: 'long', config: '{}', files: { [`file:${'A'.repeat(256)}`]: Buffer.from('a') } }, expect: { ok: false, status: 500, error: "failed to load 'long', failed to poll from model repository" } },
   { step: { op: 'load', model: 'long', config: '{}', files: { [`file:1/${Array.from({ length: 20 }, () => 'x'.repeat(250)).join('/')}`]: Buffer.from('a') } }, expect: { ok: false, status: 500, error: "failed to load 'long', failed to poll from model repository" } },
@@ -215,6 +218,8 @@ describe('repository API: the same requests over HTTP and gRPC give the same ans
       { name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
     ]);
     expect(viaHttp[15]).toMatchObject({ ok: false });
+    // Nothing was written outside an override folder.
+    expect(existsSync(OUTSIDE)).toBe(false);
     // No answer and no index reason shows a server path.
     expect(JSON.stringify(viaHttp)).not.toMatch(/nereid-override-|nereid-e2e-/);
   });
