@@ -110,6 +110,46 @@ describe("Triton's simple_http_shm_client.py, unchanged calls", () => {
   });
 });
 
+describe('with the binary tensor extension', () => {
+  it('takes one input from a region and one from the binary section, and answers one output in each', async () => {
+    const inp = region('bin_in', 64);
+    inp.set(0, INPUT0);
+    const out = region('bin_out', 64);
+    await postJson(url('systemsharedmemory/region/bin_in/register'), { key: inp.key, byte_size: 64 });
+    await postJson(url('systemsharedmemory/region/bin_out/register'), { key: out.key, byte_size: 64 });
+    const header = Buffer.from(
+      JSON.stringify({
+        inputs: [
+          { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', parameters: { shared_memory_region: 'bin_in', shared_memory_byte_size: 64 } },
+          { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', parameters: { binary_data_size: 64 } },
+        ],
+        outputs: [
+          { name: 'OUTPUT0', parameters: { shared_memory_region: 'bin_out', shared_memory_byte_size: 64, binary_data: false } },
+          { name: 'OUTPUT1', parameters: { binary_data: true } },
+        ],
+      }),
+    );
+    const r = await fetch(url('models/simple/infer'), {
+      method: 'POST',
+      headers: { 'inference-header-content-length': String(header.length) },
+      body: Buffer.concat([header, Buffer.from(INPUT1.buffer)]),
+    });
+    expect(r.status).toBe(200);
+    const body = Buffer.from(await r.arrayBuffer());
+    const jsonLength = Number(r.headers.get('inference-header-content-length'));
+    const json = JSON.parse(body.subarray(0, jsonLength).toString());
+    expect(json.outputs).toEqual([
+      { name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16] },
+      { name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: 64 } },
+    ]);
+    expect(body.length - jsonLength).toBe(64); // only OUTPUT1 travels in the body
+    const output1 = new Int32Array(body.buffer.slice(body.byteOffset + jsonLength, body.byteOffset + body.length));
+    expect([...output1]).toEqual([...INPUT0].map((v) => v - 1));
+    expect(out.int32s(0, 16)).toEqual([...INPUT0].map((v) => v + 1));
+    await postJson(url('systemsharedmemory/unregister'));
+  });
+});
+
 describe('registration', () => {
   it("answers Triton's words for a taken name, a missing field, a region past the object", async () => {
     const o = region('reg', 64);
