@@ -1,61 +1,80 @@
-import { Histogram, Summary, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { MetricsSettings } from './metrics-config';
+import { HistogramSeries, SummarySeries } from './series';
+import { SnapshotHistogram, SnapshotSummary } from './snapshot-family';
 import type { ComputePhases, FailureReason, ServedVersion, StatsObserver } from './stats-port';
-
-const LABELS = ['model', 'version'] as const;
-type Label = (typeof LABELS)[number];
 
 const NS_PER_MS = 1e6;
 const NS_PER_US = 1e3;
 
-/** Observe-only handle of one label set (prom-client's `labels(...)` child). */
-interface Observe {
-  observe(value: number): void;
+/** The series of one family, one per model version (`model\0version`). */
+class Family<S> {
+  readonly series = new Map<string, { model: string; version: string; series: S }>();
+
+  constructor(private readonly make: () => S) {}
+
+  bind(model: string, version: string): S {
+    const key = `${model}\0${version}`;
+    let entry = this.series.get(key);
+    if (!entry) {
+      entry = { model, version, series: this.make() };
+      this.series.set(key, entry);
+    }
+    return entry.series;
+  }
 }
 
-/** A family observed per request whose series of unloaded models are dropped at each scrape. */
-interface Observed {
-  family: Histogram<Label> | Summary<Label>;
+interface Histograms {
+  request: HistogramSeries;
+  queue: HistogramSeries;
+  compute: HistogramSeries;
+  batch: HistogramSeries;
+}
+
+interface Summaries {
+  request: SummarySeries;
+  queue: SummarySeries;
+  input: SummarySeries;
+  infer: SummarySeries;
+  output: SummarySeries;
 }
 
 /**
  * The per-request families: Triton's first-response histogram and latency summaries (when
  * `--metrics-config` enables them) and Nereid's latency and batch-size histograms (on unless
- * `nereid_histograms=false`). Each served model version gets a StatsObserver bound to its label
- * set; the series of a version no longer served leave the exposition at the next scrape.
+ * `nereid_histograms=false`). Each served model version gets a StatsObserver bound to its series;
+ * the series of a version no longer served leave the exposition at the next scrape.
  */
 export class ModelObservers {
-  private readonly families: Observed[] = [];
-  private readonly firstResponse?: Histogram<Label>;
-  private readonly summaries?: { request: Summary<Label>; queue: Summary<Label>; input: Summary<Label>; infer: Summary<Label>; output: Summary<Label> };
-  private readonly nereid?: { request: Histogram<Label>; queue: Histogram<Label>; compute: Histogram<Label>; batch: Histogram<Label> };
-  /** `model\0version` of every label set observed so far. */
-  private readonly seen = new Set<string>();
+  private readonly families: Family<unknown>[] = [];
+  private readonly firstResponse?: Family<HistogramSeries>;
+  private readonly summaries?: Record<keyof Summaries, Family<SummarySeries>>;
+  private readonly nereid?: Record<keyof Histograms, Family<HistogramSeries>>;
 
   constructor(
     registry: Registry,
     settings: MetricsSettings,
     private readonly served: () => ServedVersion[],
   ) {
-    const collect = (): void => this.prune();
-    const histogram = (name: string, help: string, buckets: number[]): Histogram<Label> => {
-      const h = new Histogram<Label>({ name, help, labelNames: LABELS, buckets, registers: [registry], collect });
-      this.families.push({ family: h });
-      return h;
+    const histogram = (name: string, help: string, buckets: number[]): Family<HistogramSeries> => {
+      const family = new Family(() => new HistogramSeries(buckets));
+      this.families.push(family);
+      new SnapshotHistogram(name, help, registry, () =>
+        this.live(family).map(({ model, version, series }) => ({ labels: { model, version }, buckets: series.upper, counts: series.counts, sum: series.sum, count: series.count })),
+      );
+      return family;
     };
-    const summary = (name: string, help: string): Summary<Label> => {
-      const s = new Summary<Label>({
-        name,
-        help,
-        labelNames: LABELS,
-        percentiles: settings.summaryQuantiles.map((q) => q.quantile),
-        maxAgeSeconds: 60,
-        ageBuckets: 5,
-        registers: [registry],
-        collect,
-      });
-      this.families.push({ family: s });
-      return s;
+    const quantiles = settings.summaryQuantiles.map((q) => q.quantile);
+    const summary = (name: string, help: string): Family<SummarySeries> => {
+      const family = new Family(() => new SummarySeries());
+      this.families.push(family);
+      new SnapshotSummary(name, help, registry, () =>
+        this.live(family).map(({ model, version, series }) => {
+          const values = series.quantiles(quantiles);
+          return { labels: { model, version }, sum: series.sum, count: series.count, quantiles: quantiles.map((quantile, i) => ({ quantile, value: values[i] })) };
+        }),
+      );
+      return family;
     };
     if (settings.histogramLatencies) {
       this.firstResponse = histogram('nv_inference_first_response_histogram_ms', 'Duration from request to first response in milliseconds', settings.firstResponseBucketsMs);
@@ -84,36 +103,29 @@ export class ModelObservers {
   observerFor(model: string, version: number): StatsObserver | undefined {
     if (this.families.length === 0) return undefined;
     const v = String(version);
-    this.seen.add(`${model}\0${v}`);
-    const bind = (f: Histogram<Label> | Summary<Label> | undefined): Observe | undefined => f?.labels(model, v);
     const s = this.summaries;
     const n = this.nereid;
     return new BoundObserver(
-      bind(this.firstResponse),
-      s && { request: bind(s.request)!, queue: bind(s.queue)!, input: bind(s.input)!, infer: bind(s.infer)!, output: bind(s.output)! },
-      n && { request: bind(n.request)!, queue: bind(n.queue)!, compute: bind(n.compute)!, batch: bind(n.batch)! },
+      this.firstResponse?.bind(model, v),
+      s && { request: s.request.bind(model, v), queue: s.queue.bind(model, v), input: s.input.bind(model, v), infer: s.infer.bind(model, v), output: s.output.bind(model, v) },
+      n && { request: n.request.bind(model, v), queue: n.queue.bind(model, v), compute: n.compute.bind(model, v), batch: n.batch.bind(model, v) },
     );
   }
 
-  /** Drops the series of model versions no longer served. */
-  private prune(): void {
-    if (this.seen.size === 0) return;
-    const live = new Set(this.served().map((v) => `${v.model}\0${v.version}`));
-    for (const key of [...this.seen]) {
-      if (live.has(key)) continue;
-      this.seen.delete(key);
-      const [model, version] = key.split('\0');
-      for (const { family } of this.families) family.remove(model, version);
-    }
+  /** A family's series of the versions served now, model then version order; the others are dropped. */
+  private live<S>(family: Family<S>): { model: string; version: string; series: S }[] {
+    const served = new Set(this.served().map((v) => `${v.model}\0${v.version}`));
+    for (const key of [...family.series.keys()]) if (!served.has(key)) family.series.delete(key);
+    return [...family.series.values()].sort((a, b) => a.model.localeCompare(b.model) || Number(a.version) - Number(b.version));
   }
 }
 
-/** One model version's observer: every handle bound once, nothing looked up per request. */
+/** One model version's observer: every series bound once, nothing looked up per request. */
 class BoundObserver implements StatsObserver {
   constructor(
-    private readonly first: Observe | undefined,
-    private readonly summaries: { request: Observe; queue: Observe; input: Observe; infer: Observe; output: Observe } | undefined,
-    private readonly nereid: { request: Observe; queue: Observe; compute: Observe; batch: Observe } | undefined,
+    private readonly first: HistogramSeries | undefined,
+    private readonly summaries: Summaries | undefined,
+    private readonly nereid: Histograms | undefined,
   ) {}
 
   success(requestNs: number): void {

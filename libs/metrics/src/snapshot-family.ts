@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Summary, type Registry } from 'prom-client';
 
 export type Labels = Record<string, string | number>;
 
@@ -41,7 +41,7 @@ export interface HistogramSample {
   labels: Labels;
   buckets: readonly number[];
   /** counts[i]: observations in (buckets[i-1], buckets[i]]; one more entry for +Inf. */
-  counts: readonly number[];
+  counts: ArrayLike<number>;
   sum: number;
   count: number;
 }
@@ -83,5 +83,35 @@ export class SnapshotHistogram extends Histogram {
   /** What prom-client's registry renders a histogram from (its own reads the observed buckets). */
   getForPromString(): ReturnType<Histogram['get']> {
     return this.get();
+  }
+}
+
+/** One summary's state at scrape time. */
+export interface SummarySample {
+  labels: Labels;
+  sum: number;
+  count: number;
+  quantiles: { quantile: number; value: number }[];
+}
+
+/** A prom-client summary read at scrape time, rendered as Triton's: `_count`, `_sum`, then the quantiles. */
+export class SnapshotSummary extends Summary {
+  constructor(
+    private readonly family: string,
+    private readonly helpText: string,
+    registry: Registry,
+    private readonly read: () => SummarySample[],
+  ) {
+    super({ name: family, help: helpText, registers: [registry] });
+  }
+
+  override async get(): ReturnType<Summary['get']> {
+    const values: { metricName: string; labels: Labels; value: number }[] = [];
+    for (const s of this.read()) {
+      values.push({ metricName: `${this.family}_count`, labels: s.labels, value: s.count });
+      values.push({ metricName: `${this.family}_sum`, labels: s.labels, value: s.sum });
+      for (const q of s.quantiles) values.push({ metricName: this.family, labels: { ...s.labels, quantile: q.quantile }, value: q.value });
+    }
+    return { name: this.family, help: this.helpText, type: 'summary' as never, aggregator: 'sum', collect: () => undefined, values };
   }
 }
