@@ -235,6 +235,22 @@ describe('bounds, checked at every use', () => {
     expect(r.body.error).toContain(error);
   });
 
+  it('reads no more than --http-max-input-size for one request, whatever size the region claims (a sparse 1 TiB object)', async () => {
+    const o = region('sparse', 0);
+    fs.truncateSync(o.file, 2 ** 40);
+    await postJson(url('systemsharedmemory/region/sparse/register'), { key: o.key, byte_size: 2 ** 40 });
+    const r = await postJson(url('models/simple/infer'), {
+      inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'INT32', parameters: { shared_memory_region: 'sparse', shared_memory_byte_size: 2 ** 36 } }],
+    });
+    expect(r).toMatchObject({
+      status: 400,
+      body: {
+        error: `shared memory input 'INPUT0' of ${2 ** 36} bytes takes the request's inputs past the maximum allowed input size of 67108864 bytes. Use --http-max-input-size to increase the limit.`,
+      },
+    });
+    await postJson(url('systemsharedmemory/region/sparse/unregister'));
+  });
+
   it("refuses an output in shared memory that is also asked in binary or as classification (Triton's words)", async () => {
     const output = (parameters: Record<string, unknown>): unknown => ({
       inputs: (shmInfer('in', 'out') as { inputs: unknown[] }).inputs,

@@ -134,7 +134,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
   );
 
   // Client system shared memory, one set of regions for both front doors (--allow-client-shm).
-  const sharedMemory = new SystemSharedMemory({ enabled: options.allowClientShm });
+  const sharedMemory = new SystemSharedMemory({ enabled: options.allowClientShm, maxInputBytes: options.httpMaxInputSize });
   const closers: (() => Promise<void>)[] = [];
   const close = async (): Promise<void> => {
     // Readiness turns false first; the front doors then drain together (none waits for another's

@@ -164,7 +164,7 @@ describe('SystemSharedMemory', () => {
     fs.writeFileSync(file, Buffer.from(Array.from({ length: 32 }, (_, i) => i)));
     shm.register('r', key, 0, 32);
     const first = shm.use();
-    const a = first.readInput('r', 0, 16);
+    const a = first.readInput('r', 0, 16, 'IN');
     expect([...a.subarray(0, 4)]).toEqual([0, 1, 2, 3]);
     first.bindOutput('OUT', 'r', 16, 16);
     first.output('OUT')!.write(Uint8Array.from([42]), 'OUT');
@@ -174,10 +174,27 @@ describe('SystemSharedMemory', () => {
     first.release(); // once only
     shm.register('r', key, 0, 32);
     const second = shm.use();
-    const b = second.readInput('r', 16, 16);
+    const b = second.readInput('r', 16, 16, 'IN');
     expect(b.buffer).toBe(a.buffer); // the pooled store came back
     expect(b[0]).toBe(42);
     second.release();
+    shm.close();
+  });
+
+  it("bounds the bytes one request reads before allocating them (a sparse object may be huge)", () => {
+    const shm = new SystemSharedMemory({ enabled: true, maxInputBytes: 24 });
+    const { key, file } = object(0);
+    fs.truncateSync(file, 1 << 40); // 1 TiB, sparse: costs nothing until read
+    shm.register('huge', key, 0, 1 << 40);
+    const use = shm.use();
+    expect(use.readInput('huge', 0, 16, 'A').byteLength).toBe(16);
+    expect(errorOf(() => use.readInput('huge', 16, 16, 'B'))).toMatchObject({
+      code: 'INVALID_ARG',
+      message:
+        "shared memory input 'B' of 16 bytes takes the request's inputs past the maximum allowed input size of 24 bytes. Use --http-max-input-size to increase the limit.",
+    });
+    expect(errorOf(() => shm.use().readInput('huge', 0, 2 ** 40, 'C')).code).toBe('INVALID_ARG');
+    use.release();
     shm.close();
   });
 

@@ -144,6 +144,7 @@ export class SharedMemorySlice {
 export class SharedMemoryUse {
   private outputs: Map<string, SharedMemorySlice> | undefined;
   private inputs: Uint8Array[] | undefined;
+  private inputBytes = 0;
 
   constructor(
     private readonly shm: SystemSharedMemory,
@@ -151,9 +152,12 @@ export class SharedMemoryUse {
   ) {}
 
   /** An input's bytes from region `name` (Triton's checks first), in a buffer held until release. */
-  readInput(name: string, offset: WireSize, byteSize: WireSize): Uint8Array {
+  readInput(name: string, offset: WireSize, byteSize: WireSize, input: string): Uint8Array {
     const slice = this.shm.slice(name, offset, byteSize);
     try {
+      // Bounded before anything is allocated: a sparse object can be registered far larger than memory.
+      this.inputBytes += slice.byteSize;
+      if (this.inputBytes > this.shm.maxInputBytes) throw Errors.inputTooLarge(input, slice.byteSize, this.shm.maxInputBytes);
       const target = this.pool.acquire(slice.byteSize);
       (this.inputs ??= []).push(target);
       return slice.read(target);
@@ -189,7 +193,16 @@ export interface SharedMemoryOptions {
   enabled: boolean;
   /** Where POSIX shared memory objects live (tests may point elsewhere). Default /dev/shm. */
   dir?: string;
+  /**
+   * The most bytes of input one request may read from regions (the CLI passes
+   * `--http-max-input-size`: a request holds no more through shared memory than in its body).
+   * Default DEFAULT_MAX_INPUT_BYTES.
+   */
+  maxInputBytes?: number;
 }
+
+/** 64 MiB, Triton's default `--http-max-input-size`. */
+export const DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024;
 
 /**
  * Client system shared memory (Triton's SharedMemoryManager, CPU regions): named regions of POSIX
@@ -201,12 +214,14 @@ export interface SharedMemoryOptions {
  */
 export class SystemSharedMemory {
   readonly enabled: boolean;
+  readonly maxInputBytes: number;
   private readonly dir: string;
   private readonly regions = new Map<string, SystemRegion>();
   private readonly inputBuffers = new InputBufferPool();
 
   constructor(options: SharedMemoryOptions) {
     this.enabled = options.enabled;
+    this.maxInputBytes = options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
     this.dir = options.dir ?? '/dev/shm';
   }
 

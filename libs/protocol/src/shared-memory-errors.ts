@@ -60,6 +60,12 @@ export const SharedMemoryErrors = {
   truncated: (name: string) =>
     invalid(`Invalid offset + byte size for shared memory region: '${echo(name)}': its object was truncated after it was registered`),
 
+  /** Nereid's own bound (Triton maps the region and reads nothing). */
+  inputTooLarge: (input: string, size: number, limit: number) =>
+    invalid(
+      `shared memory input '${echo(input)}' of ${size} bytes takes the request's inputs past the maximum allowed input size of ${limit} bytes. Use --http-max-input-size to increase the limit.`,
+    ),
+
   outputTooSmall: (output: string, have: number, need: number) =>
     InferenceError.internal(
       `shared memory size specified with the request for output '${echo(output)}' (${have} bytes) should be at least ${need} bytes to hold the results`,

@@ -117,7 +117,7 @@ function decodeInputs(msg: WireModelInferRequest, decoded: DecodedInferRequest, 
     if (shm) {
       if (hasContents(input.contents)) throw SharedMemoryErrors.grpcContentsWithShm(name, model);
       // Read straight into a pooled buffer the tensor is a view of (held until the call is answered).
-      const bytes = useOf(decoded, shm.region, sharedMemory).readInput(shm.region, shm.offset, shm.byteSize);
+      const bytes = useOf(decoded, shm.region, sharedMemory).readInput(shm.region, shm.offset, shm.byteSize, name);
       data = tensorDataFromBytes(datatype, shape, bytes, name, model);
     } else if (hasContents(input.contents)) {
       if (raw.length > 0) throw Errors.contentsWithRaw(name, model);

@@ -283,7 +283,7 @@ function decodeInputs(
     if (shm !== undefined) {
       // Read straight into a pooled buffer the tensor is a view of (held until the response is sent).
       const params = shmParameters(p)!;
-      const bytes = useOf(form, params, sharedMemory).readInput(params.region, params.offset, params.byteSize);
+      const bytes = useOf(form, params, sharedMemory).readInput(params.region, params.offset, params.byteSize, input.name);
       data = tensorDataFromBytes(datatype, input.shape, bytes, input.name, model);
     } else if (binarySize !== undefined) {
       if (typeof binarySize !== 'number' || !Number.isInteger(binarySize) || binarySize < 0) {
