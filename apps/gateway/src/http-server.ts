@@ -5,6 +5,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyInstance } from 'fastify';
 import type { InferenceCore } from '@nereid/core';
 import { GatewayModule } from './gateway.module';
+import { attachHttpAccessLog } from './access-log';
 import { drainingClose } from './http/drain';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
@@ -70,6 +71,7 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
   const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory);
+  fastPath.requestLog = options.requestLog;
   const guard = new ApiGuard(options.restrictedApis);
   const tokens = options.authTokens;
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
@@ -122,6 +124,7 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   });
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
   rawBodies(fastify, options.maxInputSize);
+  if (options.requestLog?.access) attachHttpAccessLog(fastify.server, options.requestLog);
   if (limits.maxConnections > 0) fastify.server.maxConnections = limits.maxConnections;
   app.useGlobalFilters(new HttpErrorFilter());
   await app.init();

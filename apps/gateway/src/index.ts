@@ -1,6 +1,7 @@
 export * from './gateway.module';
 export * from './http-server';
 export * from './tokens';
+export * from './access-log';
 export { startGrpcServer, type GrpcServerOptions, type GrpcServerHandle } from './grpc';
 export * from './api-groups';
 export { ApiGuard, checkRestrictions, parseRestriction, type Restriction } from './restrictions';

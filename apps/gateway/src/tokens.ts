@@ -1,4 +1,5 @@
 import type { SystemSharedMemory } from '@nereid/core';
+import type { RequestLog } from './access-log';
 import type { TokenStore } from './auth-tokens';
 import type { Restriction } from './restrictions';
 
@@ -19,4 +20,6 @@ export interface GatewayOptions {
   restrictedApis?: readonly Restriction[];
   /** `--auth-tokens-file`: bearer tokens and the groups each opens. */
   authTokens?: TokenStore;
+  /** Request ids on log lines and the access log (`--access-log`); none: no request lines. */
+  requestLog?: RequestLog;
 }

@@ -1,4 +1,5 @@
 import type { Restriction } from '@nereid/gateway';
+import { defaultTraceConfig, type TraceConfig } from './trace-config';
 
 /** Options of `nereid serve`, named after tritonserver's flags. */
 export interface ServeOptions {
@@ -60,8 +61,14 @@ export interface ServeOptions {
   logInfo: boolean;
   logWarning: boolean;
   logError: boolean;
-  logFormat: 'default' | 'ISO8601';
+  logFormat: 'default' | 'ISO8601' | 'json';
   logFile: string;
+  /** `--log-dir`: the logging extension may set `log_file` to a file under this directory. */
+  logDir?: string;
+  /** `--access-log`: one log line per HTTP and gRPC request (method, model, status, duration, client, id). */
+  accessLog: boolean;
+  /** `--trace-config` (and the deprecated `--trace-*` flags). */
+  trace: TraceConfig;
   /** `--backend-config=<backend>,<k>=<v>`; global settings under the key ''. */
   backendConfig: Record<string, Record<string, string>>;
   pythonExecutable?: string;
@@ -113,6 +120,8 @@ export function defaultServeOptions(): ServeOptions {
     logError: true,
     logFormat: 'default',
     logFile: '',
+    accessLog: false,
+    trace: defaultTraceConfig(),
     backendConfig: {},
   };
 }

@@ -1,6 +1,7 @@
 import { checkRestrictions, parseRestriction, type Restriction } from '@nereid/gateway';
 import { parseMetricsConfig } from '@nereid/metrics';
 import { defaultServeOptions, type ServeOptions } from './cli-options';
+import { applyTraceConfig } from './trace-config';
 
 /** A command-line mistake: printed with the usage hint, exit code 2. */
 export class UsageError extends Error {}
@@ -36,6 +37,14 @@ function restriction(value: string, flag: string, list: Restriction[]): void {
   try {
     list.push(parseRestriction(value));
     checkRestrictions(list);
+  } catch (e) {
+    throw new UsageError(`Bad option: "--${flag}".\n${(e as Error).message}`);
+  }
+}
+
+function traceConfig(o: ServeOptions, value: string, flag: string): void {
+  try {
+    applyTraceConfig(o.trace, value);
   } catch (e) {
     throw new UsageError(`Bad option: "--${flag}".\n${(e as Error).message}`);
   }
@@ -162,12 +171,25 @@ const FLAGS: Record<string, FlagSpec> = {
   'log-format': {
     arg: true,
     apply: (o, v, f) => {
-      if (v !== 'default' && v !== 'ISO8601') throw new UsageError(`Bad option: "--${f}".\ninvalid argument for --log-format, got: ${v}`);
+      if (v !== 'default' && v !== 'ISO8601' && v !== 'json') throw new UsageError(`Bad option: "--${f}".\ninvalid argument for --log-format, got: ${v}`);
       o.logFormat = v;
     },
-    help: 'default | ISO8601',
+    help: 'default | ISO8601 | json (one JSON object per line)',
   },
   'log-file': { arg: true, apply: (o, v) => (o.logFile = v), help: 'write the log to this file' },
+  'log-dir': { arg: true, apply: (o, v) => (o.logDir = v), help: "the logging extension may set 'log_file' to a file under this directory" },
+  'access-log': { arg: 'bool', apply: (o, v, f) => (o.accessLog = bool(v, f)), help: 'one log line per HTTP / gRPC request (default false)' },
+  'trace-config': {
+    arg: true,
+    apply: (o, v, f) => traceConfig(o, v, f),
+    help: '<setting>=<value> or <mode>,<setting>=<value> (repeatable): rate, level, count, mode, triton,file, triton,log-frequency, opentelemetry,url ...',
+  },
+  'trace-dir': { arg: true, apply: (o, v) => (o.trace.dir = v), help: "the trace extension may set 'trace_file' to a file under this directory" },
+  'trace-file': { arg: true, apply: (o, v, f) => traceConfig(o, `triton,file=${v}`, f), help: 'deprecated: --trace-config triton,file=' },
+  'trace-level': { arg: true, apply: (o, v, f) => traceConfig(o, `level=${v}`, f), help: 'deprecated: --trace-config level=' },
+  'trace-rate': { arg: true, apply: (o, v, f) => traceConfig(o, `rate=${v}`, f), help: 'deprecated: --trace-config rate=' },
+  'trace-count': { arg: true, apply: (o, v, f) => traceConfig(o, `count=${v}`, f), help: 'deprecated: --trace-config count=' },
+  'trace-log-frequency': { arg: true, apply: (o, v, f) => traceConfig(o, `triton,log-frequency=${v}`, f), help: 'deprecated: --trace-config triton,log-frequency=' },
   'backend-config': {
     arg: true,
     apply: (o, v, f) => {

@@ -9,6 +9,7 @@ import { WorkerHost } from '@nereid/worker';
 import { defaultServeOptions, type ServeOptions } from './cli-options';
 import { ServerLogger } from './logger';
 import { startPolling } from './poller';
+import { tracerOf } from './trace-config';
 import { loadStartupModels } from './startup';
 import { metricsOf, startMetricsEndpoint, statsSourceOf } from './metrics-endpoint';
 
@@ -63,7 +64,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     log_verbose_level: options.logVerbose,
     log_format: options.logFormat,
   };
-  const logger = new ServerLogger(logSettings);
+  const logger = new ServerLogger(logSettings, options.accessLog);
+  const tracer = tracerOf(options.trace, logger.log);
   // Cloud repositories (s3://, gs://, as://) are served from local copies, synced before each scan.
   // In poll mode a poll's scan and the loads it starts share one listing; an explicit load always lists.
   const repositories = new RemoteRepositories(options.modelRepositories, {
@@ -128,6 +130,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       clientSharedMemory: options.allowClientShm,
       log: logger.log,
       logSettings,
+      logDir: options.logDir,
+      tracer,
     },
     manager,
     transport.scheduler,
@@ -146,6 +150,9 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     await manager.unloadAll();
     await scheduler.closeAll();
     await worker.close();
+    // Traces still held (log frequency 0, requests cut off) are written, spans exported.
+    await tracer.close();
+    await logger.close();
     await repositories.close();
   };
   try {
@@ -167,6 +174,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         sharedMemory,
         restrictedApis: options.httpRestrictedApis,
         authTokens,
+        requestLog: logger,
         limits: {
           requestTimeoutSecs: options.httpRequestTimeoutSecs,
           headerTimeoutSecs: options.httpHeaderTimeoutSecs,
@@ -189,6 +197,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         restrictedProtocols: options.grpcRestrictedProtocols,
         sharedMemory,
         authTokens,
+        requestLog: logger,
       });
       closers.push(() => grpc.close());
       grpcPort = grpc.port;

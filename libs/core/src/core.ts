@@ -66,7 +66,8 @@ export interface LogSettings {
   log_warning: boolean;
   log_error: boolean;
   log_verbose_level: number;
-  log_format: 'default' | 'ISO8601';
+  /** `json`: one JSON object per line (beyond Triton). */
+  log_format: 'default' | 'ISO8601' | 'json';
 }
 
 export type TraceSettings = Record<string, string | string[]>;
@@ -122,6 +123,8 @@ export interface InferenceCore {
   unloadModel(name: string, unloadDependents: boolean): Promise<void>;
   /** All READY versions when name is empty. */
   statistics(name: string, version: number): ModelStatistics[];
+  /** Whether any request may be traced now (trace extension): front doors note arrival times only then. */
+  readonly tracing: boolean;
   logSettings(update?: Partial<LogSettings>): LogSettings;
   traceSettings(model: string, update?: Record<string, unknown>): TraceSettings;
 }

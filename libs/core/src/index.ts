@@ -7,3 +7,6 @@ export * from './repository-api-words';
 export * from './request-validation';
 export * from './statistics';
 export * from './shared-memory';
+export * from './tracer';
+export * from './trace-settings';
+export * from './trace-otel';

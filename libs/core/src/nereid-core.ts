@@ -25,15 +25,17 @@ import type {
 import type { LifecycleListener, ModelRepositoryManager, VersionEntry, VersionRuntime } from './model-manager';
 import { EnsembleDependencies } from './repository-api-dependencies';
 import { validateRequest } from './request-validation';
-import { TraceSettingsStore } from './trace-settings';
+import { fileUnder } from './trace-paths';
+import type { CoreTrace } from './trace-record';
+import { Tracer } from './tracer';
 
 export const SERVER_VERSION = '2.52.0';
 
 /**
  * The extensions server metadata lists: only those that work. `system_shared_memory` is added by
  * extensionsOf with `--allow-client-shm=true`; never listed: `cuda_shared_memory` (no GPU: its
- * registration answers UNSUPPORTED), `trace` (the
- * trace settings endpoints keep settings but no trace is written). test/protocol-words.e2e-spec.ts
+ * registration answers UNSUPPORTED).
+ * test/protocol-words.e2e-spec.ts
  * calls an endpoint of each one listed.
  */
 export const EXTENSIONS = [
@@ -46,6 +48,7 @@ export const EXTENSIONS = [
   'binary_tensor_data',
   'parameters',
   'statistics',
+  'trace',
   'logging',
 ];
 
@@ -65,6 +68,10 @@ export interface CoreOptions {
   logSettings: LogSettings;
   /** Where the repository API's dependency handling logs (ensembles unloaded with a composing model). */
   log?: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
+  /** `--log-dir`: the directory `log_file` may name a file under through the logging extension. */
+  logDir?: string;
+  /** The trace extension (`--trace-config`); a tracer with every level OFF when left out. */
+  tracer?: Tracer;
 }
 
 function now(): number {
@@ -75,13 +82,20 @@ function now(): number {
 export class NereidCore implements InferenceCore {
   private live = true;
   private ready = false;
-  private readonly traces = new TraceSettingsStore();
+  readonly tracer: Tracer;
 
   constructor(
     private readonly options: CoreOptions,
     private readonly manager: ModelRepositoryManager,
     private readonly scheduler: SchedulerChannel,
-  ) {}
+  ) {
+    this.tracer = options.tracer ?? new Tracer();
+  }
+
+  /** Whether any request may be traced now: front doors note arrival times only then. */
+  get tracing(): boolean {
+    return this.tracer.active;
+  }
 
   /** Server finished start-up (models loaded as the control mode asks). */
   setReady(ready: boolean): void {
@@ -206,12 +220,10 @@ export class NereidCore implements InferenceCore {
       return;
     }
     const item: ExecutionItem = { request, sink: undefined as unknown as ResponseSink, enqueuedAt: now() };
-    item.sink = this.sinkFor(rt, item, observer);
+    // Tracing off: this one test is all a request pays.
+    const trace = this.tracer.active ? this.tracer.start(request, request.modelName, rt.stats.version) : undefined;
+    item.sink = new CoreSink(rt, item, observer, trace);
     this.scheduler.enqueue(rt.key, item);
-  }
-
-  private sinkFor(rt: VersionRuntime, item: ExecutionItem, observer: ResponseObserver): ResponseSink {
-    return new CoreSink(rt, item, observer);
   }
 
   inferOne(request: InferenceRequest): Promise<InferenceResponse> {
@@ -322,11 +334,16 @@ export class NereidCore implements InferenceCore {
   logSettings(update?: Partial<LogSettings>): LogSettings {
     const s = this.options.logSettings;
     if (update) {
+      let logFile: string | undefined;
       if (update.log_file !== undefined && update.log_file !== null) {
-        throw InferenceError.unsupported('log file location can not be updated through network protocol');
+        const dir = this.options.logDir;
+        if (!dir) throw InferenceError.unsupported('log file location can not be updated through network protocol');
+        if (typeof update.log_file !== 'string') throw InferenceError.invalidArg(`expect string for 'log_file'`);
+        // '' goes back to the console; any other name must be inside --log-dir.
+        logFile = update.log_file === '' ? '' : fileUnder(dir, update.log_file, 'log_file', '--log-dir');
       }
       if (update.log_format !== undefined && update.log_format !== null) {
-        if (update.log_format !== 'default' && update.log_format !== 'ISO8601') {
+        if (update.log_format !== 'default' && update.log_format !== 'ISO8601' && update.log_format !== 'json') {
           throw InferenceError.unavailable(`invalid argument for --log_format, got: ${String(update.log_format)}`);
         }
         s.log_format = update.log_format;
@@ -344,13 +361,14 @@ export class NereidCore implements InferenceCore {
         }
         s.log_verbose_level = lv;
       }
+      if (logFile !== undefined) s.log_file = logFile;
     }
     return { ...s };
   }
 
   traceSettings(model: string, update?: Record<string, unknown>): TraceSettings {
     if (model) this.resolve(model, -1);
-    return this.traces.apply(model, update);
+    return this.tracer.apply(model, update);
   }
 }
 
@@ -398,7 +416,22 @@ class CoreSink implements ResponseSink {
     private readonly rt: VersionRuntime,
     private readonly item: ExecutionItem,
     private readonly observer: ResponseObserver,
+    /** The request's trace when it is sampled (see Tracer). */
+    private trace: CoreTrace | undefined,
   ) {}
+
+  /**
+   * The core's part of a trace is done at the final response or error, and, for a model that
+   * executes (not an ensemble), once its compute timestamps are known.
+   */
+  private traceEnd(failed: boolean): void {
+    const t = this.trace!;
+    t.mark('REQUEST_END');
+    if (failed || this.stats !== undefined || this.rt.config.platform === 'ensemble') {
+      this.trace = undefined;
+      t.release();
+    }
+  }
 
   send(response: InferenceResponse | undefined, final: boolean): void {
     if (this.done) return;
@@ -410,6 +443,7 @@ class CoreSink implements ResponseSink {
       } catch (e) {
         this.done = true;
         rt.stats.recordFailure(nanos(now() - item.enqueuedAt!), 'BACKEND');
+        if (this.trace !== undefined) this.traceEnd(true);
         this.observer.onError(toInferenceError(e));
         return;
       }
@@ -420,6 +454,13 @@ class CoreSink implements ResponseSink {
     if (out && !this.responded) {
       this.responded = true;
       rt.stats.recordFirstResponse(nanos(end - item.enqueuedAt!));
+    }
+    if (this.trace !== undefined) {
+      if (out) {
+        this.trace.mark('INFER_RESPONSE_COMPLETE', end);
+        this.trace.tensors('TENSOR_BACKEND_OUTPUT', out.outputs);
+      }
+      if (final) this.traceEnd(false);
     }
     // The front door encodes the response here (JSON, protobuf): when that throws (an FP16 output
     // asked for as JSON, BYTES that are not UTF-8) the client must still get an answer, and the
@@ -443,6 +484,13 @@ class CoreSink implements ResponseSink {
   executed(stats: ExecutionStats): void {
     if (this.stats !== undefined) return;
     this.stats = stats;
+    if (this.trace !== undefined) {
+      this.trace.computed(stats);
+      if (this.done) {
+        this.trace.release();
+        this.trace = undefined;
+      }
+    }
     if (this.succeeded) this.recordExecution(stats);
   }
 
@@ -458,6 +506,7 @@ class CoreSink implements ResponseSink {
     this.done = true;
     const reason = error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
     this.rt.stats.recordFailure(nanos(now() - this.item.enqueuedAt!), reason);
+    if (this.trace !== undefined) this.traceEnd(true);
     this.observer.onError(error);
   }
 }

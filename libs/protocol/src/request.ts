@@ -48,6 +48,33 @@ export interface InferenceRequest {
    * do not count it and its responses go nowhere.
    */
   padding?: boolean;
+  /**
+   * Set by a front door only while tracing is on (trace extension): when the request arrived and
+   * was read, and the client's W3C `traceparent`. A request that has it is traced through its send.
+   */
+  ingress?: TraceIngress;
+  /** The request's trace, set by the core when the request is sampled; the front door adds its send timestamps. */
+  trace?: RequestTrace;
+  /** The trace of the request this one was made for (an ensemble's step): its trace is that one's child. */
+  readonly parentTrace?: RequestTrace;
+}
+
+/** What a front door knows of a traced request before the core sees it. */
+export interface TraceIngress {
+  protocol: 'HTTP' | 'GRPC';
+  /** performance.now() ms: the request began to arrive, and was read. */
+  recvStart: number;
+  recvEnd: number;
+  /** The client's W3C trace context header, when sent. */
+  traceparent?: string;
+}
+
+/** A sampled request's trace, as the front doors and the core's callers see it. */
+export interface RequestTrace {
+  /** Records a named timestamp (Triton's names, e.g. `HTTP_SEND_START`); `at` in performance.now() ms, now when left out. */
+  mark(name: string, at?: number): void;
+  /** The front door has sent the last response: once the core is done too, the trace is written. */
+  release(): void;
 }
 
 /** Whether the client of `request` has gone away (see `InferenceRequest.cancelled`). */

@@ -1,4 +1,4 @@
-import { isCancelled, type InferenceRequest, type Parameters, type RequestedOutput } from '@nereid/protocol';
+import { isCancelled, type InferenceRequest, type Parameters, type RequestedOutput, type RequestTrace } from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
 
 /**
@@ -41,5 +41,10 @@ export class DerivedRequest implements InferenceRequest {
 
   get cancelled(): boolean {
     return isCancelled(this.client);
+  }
+
+  /** A traced client request's steps are traced as its children. */
+  get parentTrace(): RequestTrace | undefined {
+    return this.client.trace;
   }
 }

@@ -2,6 +2,7 @@ import { Server, ServerCredentials, ServerInterceptingCall, status, type Channel
 import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
 import { grpcGroupOf } from '../api-groups';
 import type { TokenStore } from '../auth-tokens';
+import { grpcAccessInterceptor, type RequestLog } from '../access-log';
 import { ApiGuard, type Restriction } from '../restrictions';
 import { healthHandlers } from './health-handlers';
 import { inferHandlers } from './infer-handlers';
@@ -63,6 +64,8 @@ export interface GrpcServerOptions {
   protoDir?: string;
   /** The server's client system shared memory regions (shared with HTTP); none: no region is known. */
   sharedMemory?: SystemSharedMemory;
+  /** Request ids on log lines and the access log (`--access-log`); none: no request lines. */
+  requestLog?: RequestLog;
 }
 
 export interface GrpcServerHandle {
@@ -160,7 +163,11 @@ function formatAddress(host: string, port: number): string {
 export async function startGrpcServer(core: InferenceCore, options: GrpcServerOptions): Promise<GrpcServerHandle> {
   const services = loadServices(options.protoDir);
   const interceptor = restrictionInterceptor(options.restrictedProtocols ?? [], options.authTokens);
-  const server = new Server({ ...channelOptionsOf(options), ...(interceptor ? { interceptors: [interceptor] } : {}) });
+  const interceptors = [
+    ...(interceptor ? [interceptor] : []),
+    ...(options.requestLog?.access ? [grpcAccessInterceptor(options.requestLog)] : []),
+  ];
+  const server = new Server({ ...channelOptionsOf(options), ...(interceptors.length > 0 ? { interceptors } : {}) });
   server.addService(services.inference, {
     ...metadataHandlers(core),
     ...inferHandlers(core, options.sharedMemory),

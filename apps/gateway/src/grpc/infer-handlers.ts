@@ -1,11 +1,12 @@
 import type { handleUnaryCall, sendUnaryData, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
-import { InferenceError } from '@nereid/protocol';
+import { InferenceError, type RequestTrace } from '@nereid/protocol';
 import { toServiceError } from './grpc-status';
 import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
 import { LazyAbort } from './lazy-abort';
 import { handleStreamInfer } from './stream-infer';
+import { grpcIngress, sendTraced } from './trace-ingress';
 import type { WireModelInferRequest, WireModelInferResponse } from './wire-types';
 
 export const DECOUPLED_UNARY_MESSAGE = "ModelInfer RPC doesn't support models with decoupled transaction policy";
@@ -26,6 +27,7 @@ export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemor
     try {
       decoded = decodeInferRequest(call.request, sharedMemory);
       const { request } = decoded;
+      if (core.tracing) request.ingress = grpcIngress(call.metadata);
       abort.attach(request);
       if (core.isDecoupled(request.modelName, request.modelVersion)) {
         throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);
@@ -37,6 +39,7 @@ export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemor
       return;
     }
     const sharedMemoryUse = decoded.sharedMemory;
+    const trace = (): RequestTrace | undefined => decoded?.request.trace;
     promise.then(
       (response) => {
         // An encoding failure answers the call too (left to the promise, it would hang the call).
@@ -44,16 +47,16 @@ export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemor
         try {
           message = encodeInferResponse(response, undefined, sharedMemoryUse);
         } catch (e) {
-          callback(toServiceError(e));
+          sendTraced(trace(), true, () => callback(toServiceError(e)));
           return;
         } finally {
           releaseSharedMemory(decoded);
         }
-        callback(null, message);
+        sendTraced(trace(), true, () => callback(null, message));
       },
       (e: unknown) => {
         releaseSharedMemory(decoded);
-        callback(toServiceError(e));
+        sendTraced(trace(), true, () => callback(toServiceError(e)));
       },
     );
   };

@@ -4,6 +4,7 @@ import { toInferenceError, type InferenceError, type InferenceResponse } from '@
 import { toServiceError } from './grpc-status';
 import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
+import { grpcIngress } from './trace-ingress';
 import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameters } from './wire-types';
 
 type Call = ServerDuplexStream<WireModelInferRequest, WireModelStreamInferResponse>;
@@ -62,6 +63,7 @@ class InferStream {
     try {
       decoded = decodeInferRequest(msg, this.sharedMemory);
       decoded.request.signal = this.controller.signal;
+      if (this.core.tracing) decoded.request.ingress = grpcIngress(this.call.metadata);
     } catch (e) {
       // Rejected before execution: the response names only the request id.
       this.sendError(toInferenceError(e), { id: msg.id });
@@ -85,12 +87,15 @@ class InferStream {
       if (done) return;
       done = true;
       releaseSharedMemory(decoded);
+      decoded.request.trace?.release();
       this.pending--;
       this.finishIfDone();
     };
     return {
       onResponse: (response: InferenceResponse | undefined, final: boolean) => {
         if (done) return;
+        const trace = decoded.request.trace;
+        trace?.mark('GRPC_SEND_START');
         if (response) {
           lastVersion = response.modelVersion;
           let encoded;
@@ -108,6 +113,7 @@ class InferStream {
             infer_response: { id: msg.id, model_name: msg.model_name, model_version: lastVersion, parameters: FINAL },
           });
         }
+        trace?.mark('GRPC_SEND_END');
         if (final) complete();
       },
       onError: (error: InferenceError) => {

@@ -14,6 +14,8 @@ import {
   type OutputForm,
   type RawInputInfo,
 } from './infer-codec';
+import { httpIngress, logArrival, noteArrival } from './infer-observe';
+import type { RequestLog } from '../access-log';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './nosniff';
 
 /** `/v2/models/<m>[/versions/<v>]/infer` → [model, version]; undefined for any other path. */
@@ -147,6 +149,8 @@ function readBody(req: IncomingMessage, limit: number, pool: BodyBufferPool, don
  */
 export class InferFastPath {
   private readonly bodies = new BodyBufferPool();
+  /** Request ids on log lines, and the access log (see access-log.ts); none: no request lines. */
+  requestLog: RequestLog | undefined;
 
   constructor(
     private readonly core: InferenceCore,
@@ -161,6 +165,7 @@ export class InferFastPath {
 
   /** Answers one inference request; never throws (errors become Triton's error JSON). */
   handle(req: IncomingMessage, res: ServerResponse, model: string, version: number): void {
+    if (this.core.tracing) noteArrival(req);
     // Plain callbacks rather than an async function: every await is a microtask hop, and on a small
     // model those hops were a measurable share of the request (bench/http-infer).
     readBody(req, this.maxInputSize, this.bodies, (error, raw, pooled) => {
@@ -189,6 +194,9 @@ export class InferFastPath {
       const { request } = decoded;
       form = decoded.form;
       const outputForm = form;
+      if (this.core.tracing) request.ingress = httpIngress(req);
+      const log = this.requestLog;
+      const id = log !== undefined ? logArrival(log, res, request, model) : '';
       // A client that goes away before the answer cancels its request.
       const abort = new LazyAbort();
       abort.attach(request);
@@ -201,16 +209,29 @@ export class InferFastPath {
           if (response) last = response;
           if (!final) return;
           open.delete(abort);
+          const trace = request.trace;
+          trace?.mark('HTTP_SEND_START');
           if (last) answer(req, res, last, outputForm);
           else fail(res, InferenceError.internal(`model '${model}' sent no response`));
           releaseWhenSent(res, outputForm);
           settled();
+          if (trace !== undefined) {
+            trace.mark('HTTP_SEND_END');
+            trace.release();
+          }
         },
         onError: (e) => {
           open.delete(abort);
           releaseWhenSent(res, outputForm);
+          if (log?.verbose) log.request('verbose', id, `infer failed: ${e.message}`);
+          const trace = request.trace;
+          trace?.mark('HTTP_SEND_START');
           fail(res, e);
           settled();
+          if (trace !== undefined) {
+            trace.mark('HTTP_SEND_END');
+            trace.release();
+          }
         },
       });
     } catch (e) {

@@ -1,0 +1,173 @@
+/**
+ * End-to-end: OpenTelemetry mode exports spans over OTLP/HTTP to a collector. The test starts its
+ * own receiver (a plain node HTTP server taking POST /v1/traces, OTLP JSON as the exporter sends
+ * it) and the built CLI (`npm run build` first: the OTLP exporter loads node's http with a dynamic
+ * import, which Jest's sandbox refuses) with `--trace-config mode=opentelemetry`,
+ * `--trace-config opentelemetry,url=...` and rate 0 (only requests that carry a client's trace
+ * context are traced, as Triton documents); the spans continue the client's W3C `traceparent`
+ * over HTTP (header) and gRPC (metadata): InferRequest → model span → compute span, and an
+ * ensemble's step under its ensemble.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { freePort, MAIN } from './helpers/built-server';
+import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { makeRepository, MODELS, postJson, ROOT } from './helpers/server';
+interface Span {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  events?: { name: string }[];
+  attributes?: { key: string; value: Msg }[];
+}
+
+const FIX = path.join(ROOT, 'test/fixtures/python');
+
+/** A minimal OTLP/HTTP collector: every span of every POST /v1/traces. */
+function startReceiver(): Promise<{ url: string; spans: Span[]; posts: string[]; resources: Msg[]; close(): Promise<void> }> {
+  const spans: Span[] = [];
+  const resources: Msg[] = [];
+  const posts: string[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      posts.push(`${req.method} ${req.url} ${req.headers['content-type']}`);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Msg;
+      for (const rs of body.resourceSpans ?? []) {
+        resources.push(...(rs.resource?.attributes ?? []));
+        for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans as Span[]));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({ url: `http://127.0.0.1:${port}/v1/traces`, spans, posts, resources, close: () => new Promise((r) => server.close(() => r())) });
+    }),
+  );
+}
+
+async function waitFor<T>(what: string, get: () => T | undefined | Promise<T | undefined>, tries = 200): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const v = await get();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const attr = (s: Span, key: string) => s.attributes?.find((a) => a.key === key)?.value;
+const hex = (n: number) => Array.from({ length: n }, () => Math.floor(Math.random() * 16).toString(16)).join('');
+
+describe('trace extension: OpenTelemetry export', () => {
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let child: ChildProcess | undefined;
+  let client: Client;
+  const server = { http: '' };
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    const repo = makeRepository({ simple: path.join(MODELS, 'simple'), slow_scale: path.join(FIX, 'slow_scale'), ensemble_flat: path.join(FIX, 'ensemble_flat') });
+    const [httpPort, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+    child = spawn(process.execPath, [
+      MAIN, 'serve', '--model-repository', repo,
+      '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1',
+      '--http-port', String(httpPort), '--grpc-port', String(grpcPort), '--metrics-port', String(metricsPort),
+      '--log-info', 'false',
+      '--trace-config', 'mode=opentelemetry', '--trace-config', 'level=TIMESTAMPS', '--trace-config', 'rate=0',
+      '--trace-config', `opentelemetry,url=${receiver.url}`, '--trace-config', 'opentelemetry,bsp_schedule_delay=50',
+      '--trace-config', 'opentelemetry,resource=service.name=nereid-e2e',
+    ], { stdio: ['ignore', 'inherit', 'inherit'] });
+    server.http = `http://127.0.0.1:${httpPort}`;
+    await waitFor('the server to be ready', async () => {
+      if (child!.exitCode !== null) throw new Error(`the server exited (${child!.exitCode}): run 'npm run build' first`);
+      const r = await fetch(`${server.http}/v2/health/ready`).catch(() => undefined);
+      return r?.status === 200 ? true : undefined;
+    }, 1600);
+    client = inferenceClient(grpcPort);
+  }, 60_000);
+  afterAll(async () => {
+    client?.close();
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await receiver?.close();
+  });
+
+  it('shows the mode, without the Triton-only settings', async () => {
+    const r = await fetch(`${server.http}/v2/trace/setting`);
+    expect(await r.json()).toEqual({ trace_level: ['TIMESTAMPS'], trace_rate: '0', trace_count: '-1', trace_mode: 'opentelemetry' });
+  });
+
+  it("continues an HTTP client's traceparent: InferRequest, model and compute spans with Triton's timestamps", async () => {
+    const traceId = hex(32);
+    const clientSpan = hex(16);
+    const r = await postJson(
+      `${server.http}/v2/models/simple/infer`,
+      {
+        id: 'otel-http',
+        inputs: [
+          { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(3) },
+          { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(1) },
+        ],
+      },
+      { traceparent: `00-${traceId}-${clientSpan}-01` },
+    );
+    expect(r.status).toBe(200);
+    const mine = () => receiver.spans.filter((s) => s.traceId === traceId);
+    const spans = await waitFor('three spans', () => (mine().length >= 3 ? mine() : undefined));
+    const top = spans.find((s) => s.name === 'InferRequest')!;
+    const model = spans.find((s) => s.name === 'simple')!;
+    const compute = spans.find((s) => s.name === 'compute')!;
+    expect(top.parentSpanId).toBe(clientSpan);
+    expect(model.parentSpanId).toBe(top.spanId);
+    expect(compute.parentSpanId).toBe(model.spanId);
+    expect(top.events!.map((e) => e.name)).toEqual(['HTTP_RECV_START', 'HTTP_RECV_END', 'HTTP_SEND_START', 'HTTP_SEND_END']);
+    expect(model.events!.map((e) => e.name)).toEqual(['REQUEST_START', 'QUEUE_START', 'INFER_RESPONSE_COMPLETE', 'REQUEST_END']);
+    expect(compute.events!.map((e) => e.name)).toEqual(['COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END']);
+    expect(attr(model, 'triton.model_name')).toEqual({ stringValue: 'simple' });
+    expect(attr(model, 'triton.request_id')).toEqual({ stringValue: 'otel-http' });
+    expect(receiver.resources).toContainEqual(expect.objectContaining({ key: 'service.name', value: { stringValue: 'nereid-e2e' } }));
+    expect(receiver.posts[0]).toMatch(/^POST \/v1\/traces application\/json/);
+  });
+
+  it("continues a gRPC client's traceparent (metadata); an ensemble's step is a child of the ensemble's span", async () => {
+    const traceId = hex(32);
+    const clientSpan = hex(16);
+    const metadata = new grpc.Metadata();
+    metadata.set('traceparent', `00-${traceId}-${clientSpan}-01`);
+    const values = Float32Array.from([1, 2, 3, 4]);
+    await call(client, 'ModelInfer', { model_name: 'ensemble_flat', id: 'otel-grpc', inputs: [{ name: 'IN', datatype: 'FP32', shape: [4] }], raw_input_contents: [Buffer.from(values.buffer)] }, metadata);
+    const mine = () => receiver.spans.filter((s) => s.traceId === traceId);
+    const spans = await waitFor('four spans', () => (mine().length >= 4 ? mine() : undefined));
+    const top = spans.find((s) => s.name === 'InferRequest')!;
+    const ensemble = spans.find((s) => s.name === 'ensemble_flat')!;
+    const step = spans.find((s) => s.name === 'slow_scale')!;
+    expect(top.parentSpanId).toBe(clientSpan);
+    expect(top.events!.map((e) => e.name)).toEqual(['GRPC_WAITREAD_START', 'GRPC_WAITREAD_END', 'GRPC_SEND_START', 'GRPC_SEND_END']);
+    expect(ensemble.parentSpanId).toBe(top.spanId);
+    expect(step.parentSpanId).toBe(ensemble.spanId);
+    expect(spans.filter((s) => s.name === 'compute').map((s) => s.parentSpanId)).toContain(step.spanId);
+  });
+
+  it('traces nothing without a client trace context at rate 0', async () => {
+    const before = receiver.spans.length;
+    await postJson(`${server.http}/v2/models/simple/infer`, {
+      inputs: [
+        { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(3) },
+        { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(1) },
+      ],
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.spans.length).toBe(before);
+  });
+});
