@@ -7,6 +7,17 @@ import type { ContainerClient } from '@azure/storage-blob';
 
 const ROOT = path.resolve(__dirname, '../..');
 
+/*
+ * Google Cloud Storage has no starter here. The only GCS emulator on npm is the Cloud Storage
+ * emulator inside firebase-tools: at start it needs a Java rules-runtime JAR that it downloads from
+ * Google (nothing but the npm registry is reachable here). With its rules engine bypassed through
+ * firebase-tools' private modules it did answer @google-cloud/storage's list (prefix, generation)
+ * and download-by-generation calls, as GcsStore makes them, when tried outside this project; but
+ * installing firebase-tools (625 packages) into this project fails in the install script of its
+ * nested protobufjs (npm 11: `spawn sh ENOENT`), so it is not a dependency. fake-gcs-server is a Go
+ * program, not on npm. test/cloud-gcs.e2e-spec.ts checks only what needs no server.
+ */
+
 /** A local cloud-storage server started by a test, and a client to put objects into it. */
 export interface CloudEmulator {
   /** Environment variables that point Nereid's SDK clients at the emulator with valid credentials. */

@@ -23,7 +23,8 @@ export class GcsStore implements RemoteStore {
       // Required on first use only: a server with local repositories never loads the SDK.
       const { Storage } = await import('@google-cloud/storage');
       const keyFilename = credentialFor('gs', this.url, this.env);
-      return new Storage({ retryOptions: { maxRetries: 2 }, ...(keyFilename ? { keyFilename } : {}) }).bucket(this.bucketName);
+      // Two quick retries (about 1 s apart): a failing poll is tried again at the next poll anyway.
+      return new Storage({ retryOptions: { maxRetries: 2, retryDelayMultiplier: 1.2 }, ...(keyFilename ? { keyFilename } : {}) }).bucket(this.bucketName);
     })().catch((e: unknown) => {
       this.bucket = undefined;
       throw e;
