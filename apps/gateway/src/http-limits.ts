@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type * as http from 'node:http';
 
 /** Bounds on the connections of the HTTP front door, so that slow or idle clients cannot hold it. */
@@ -26,7 +27,7 @@ export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
   headerTimeoutSecs: 30,
   maxConnections: 4096,
   maxUnansweredPerConnection: 16,
-  maxInflightBodyBytes: 128 * 1024 * 1024,
+  maxInflightBodyBytes: 64 * 1024 * 1024,
 };
 
 /** How long a body waits for room in the budget: half the request timeout, at most 30 s. */
@@ -48,4 +49,26 @@ export function serverOptionsFor(limits: Pick<HttpLimits, 'requestTimeoutSecs' |
     // timeout keeps the overshoot small, at most once a second.
     connectionsCheckingInterval: Number.isFinite(shortest) ? Math.max(250, Math.min(1000, shortest / 4)) : 30_000,
   };
+}
+
+/** The soft open-file limit of this process (Linux /proc/self/limits); undefined where unknown. */
+export function openFileLimit(limits = '/proc/self/limits'): number | undefined {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync(limits, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `--http-max-connections` within what the process's descriptors allow: at most three quarters of
+ * the open-file limit, the rest left to gRPC, model files, python stubs and logs. Beyond it new
+ * connections are closed as they arrive, so that a flood of idle connections (1,100 half-open ones
+ * against a limit of 1024, issue 16 attack 3) cannot take the descriptors that accept() and the
+ * clients already connected need.
+ */
+export function connectionCap(configured: number, fileLimit = openFileLimit()): number {
+  if (configured <= 0 || fileLimit === undefined) return configured;
+  return Math.max(1, Math.min(configured, Math.floor((fileLimit * 3) / 4)));
 }

@@ -4,16 +4,18 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { InferenceCore } from '@nereid/core';
+import type { InferenceError } from '@nereid/protocol';
 import { GatewayModule } from './gateway.module';
 import { attachHttpAccessLog } from './access-log';
 import { drainingClose } from './http/drain';
 import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
+import { BodyBudget } from './http/body-budget';
 import { PipelineBound } from './http/pipelining';
 import { httpGroupOf } from './api-groups';
 import { ApiGuard } from './restrictions';
-import { DEFAULT_HTTP_LIMITS, serverOptionsFor, type HttpLimits } from './http-limits';
+import { bodyWaitMs, connectionCap, DEFAULT_HTTP_LIMITS, serverOptionsFor, type HttpLimits } from './http-limits';
 import type { GatewayOptions } from './tokens';
 
 export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits';
@@ -70,13 +72,27 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
-  const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory);
+  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
+  const budget = new BodyBudget(limits.maxInflightBodyBytes, bodyWaitMs(limits));
+  const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory, budget);
   fastPath.requestLog = options.requestLog;
   const guard = new ApiGuard(options.restrictedApis);
   const tokens = options.authTokens;
-  const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   let nestHandler: http.RequestListener | undefined;
   // POST .../infer takes the lean path; everything else goes through Nest's router.
+  const route = (req: http.IncomingMessage, res: http.ServerResponse, refused?: InferenceError): void => {
+    if (refused) return refuse(req, res, describe(refused).status, refused.message);
+    if (req.method === 'POST') {
+      const target = matchInferPath(req.url ?? '');
+      if (target) {
+        // The fast path writes the nosniff header in its own writeHead calls.
+        fastPath.handle(req, res, target[0], target[1]);
+        return;
+      }
+    }
+    res.setHeader(NOSNIFF_NAME, NOSNIFF_VALUE);
+    nestHandler!(req, res);
+  };
   const dispatch = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     // The one gate of --http-restricted-api, before both the fast path and Nest's routes.
     if (guard.active || tokens) {
@@ -91,16 +107,8 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
       }
       if (verdict === 'forbidden') return refuse(req, res, 403, 'This token does not open this API');
     }
-    if (req.method === 'POST') {
-      const target = matchInferPath(req.url ?? '');
-      if (target) {
-        // The fast path writes the nosniff header in its own writeHead calls.
-        fastPath.handle(req, res, target[0], target[1]);
-        return;
-      }
-    }
-    res.setHeader(NOSNIFF_NAME, NOSNIFF_VALUE);
-    nestHandler!(req, res);
+    // A body is read only once the budget of bodies held at once has room for it.
+    budget.admit(req, res, route);
   };
   // Every request passes the pipelining bound first: a client that does not read stalls only itself.
   const pipeline = new PipelineBound(dispatch, limits.maxUnansweredPerConnection);
@@ -125,7 +133,7 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
   rawBodies(fastify, options.maxInputSize);
   if (options.requestLog?.access) attachHttpAccessLog(fastify.server, options.requestLog);
-  if (limits.maxConnections > 0) fastify.server.maxConnections = limits.maxConnections;
+  if (limits.maxConnections > 0) fastify.server.maxConnections = connectionCap(limits.maxConnections);
   app.useGlobalFilters(new HttpErrorFilter());
   await app.init();
   await app.listen(options.port, options.host);

@@ -23,6 +23,8 @@ export interface ServeOptions {
   httpHeaderTimeoutSecs: number;
   /** `--http-max-connections`: open HTTP connections at most (0 = no limit). */
   httpMaxConnections: number;
+  /** `--http-max-inflight-body-bytes`: bytes of request bodies held at once by all HTTP requests. */
+  httpMaxInflightBodyBytes: number;
   allowGrpc: boolean;
   grpcAddress: string;
   grpcPort: number;
@@ -92,6 +94,7 @@ export function defaultServeOptions(): ServeOptions {
     httpRequestTimeoutSecs: 60,
     httpHeaderTimeoutSecs: 30,
     httpMaxConnections: 4096,
+    httpMaxInflightBodyBytes: 64 * 1024 * 1024,
     allowGrpc: true,
     grpcAddress: '0.0.0.0',
     grpcPort: 8001,

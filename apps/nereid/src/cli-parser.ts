@@ -105,6 +105,11 @@ const FLAGS: Record<string, FlagSpec> = {
   'http-request-timeout-secs': { arg: true, apply: (o, v, f) => (o.httpRequestTimeoutSecs = int(v, f)), help: 'close a connection whose request has not fully arrived in this time (default 60; 0 = never)' },
   'http-header-timeout-secs': { arg: true, apply: (o, v, f) => (o.httpHeaderTimeoutSecs = int(v, f)), help: 'close a connection whose request headers have not arrived in this time (default 30; 0 = never)' },
   'http-max-connections': { arg: true, apply: (o, v, f) => (o.httpMaxConnections = int(v, f)), help: 'open HTTP connections at most; more are closed as they arrive (default 4096; 0 = no limit)' },
+  'http-max-inflight-body-bytes': {
+    arg: true,
+    apply: (o, v, f) => (o.httpMaxInflightBodyBytes = int(v, f, 1)),
+    help: 'bytes of request bodies held at once by all HTTP requests; more wait, then 503 (default 67108864)',
+  },
   'allow-grpc': { arg: 'bool', apply: (o, v, f) => (o.allowGrpc = bool(v, f)), help: 'serve gRPC (default true)' },
   'grpc-address': { arg: true, apply: (o, v) => (o.grpcAddress = v), help: 'gRPC bind address (default 0.0.0.0)' },
   'grpc-port': { arg: true, apply: (o, v, f) => (o.grpcPort = port(v, f)), help: 'gRPC port (default 8001)' },

@@ -179,6 +179,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
           requestTimeoutSecs: options.httpRequestTimeoutSecs,
           headerTimeoutSecs: options.httpHeaderTimeoutSecs,
           maxConnections: options.httpMaxConnections,
+          maxInflightBodyBytes: options.httpMaxInflightBodyBytes,
         },
       });
       closers.push(() => http.close());

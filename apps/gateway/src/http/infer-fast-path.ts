@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
 import { HttpRequestErrors, InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
+import type { BodyBudget } from './body-budget';
 import { BodyBufferPool } from './body-pool';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
@@ -81,7 +82,7 @@ type BodyCallback = (error: unknown, body?: Buffer, pooled?: Buffer) => void;
  * A small body is kept as the chunk the socket delivered (a copy of a few bytes costs less than
  * a buffer of its own per request; the codec copies a misaligned tensor).
  */
-function readBody(req: IncomingMessage, limit: number, pool: BodyBufferPool, done: BodyCallback): void {
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool: BodyBufferPool, budget: BodyBudget | undefined, done: BodyCallback): void {
   const lengthHeader = req.headers['content-length'];
   const declared = lengthHeader === undefined ? -1 : Number(lengthHeader);
   if (declared > limit) {
@@ -128,9 +129,13 @@ function readBody(req: IncomingMessage, limit: number, pool: BodyBufferPool, don
   let first: Buffer | undefined;
   let chunks: Buffer[] | undefined;
   let size = 0;
+  // A body without a declared length is charged to the budget as it arrives (a declared one was charged whole).
+  const growing = declared < 0 ? budget : undefined;
   req.on('data', (c: Buffer) => {
     size += c.length;
     if (size > limit) return fail(tooLarge(req, limit, size));
+    const refused = growing?.grow(res, c.length);
+    if (refused) return fail(refused);
     if (first === undefined) first = c;
     else if (chunks === undefined) chunks = [first, c];
     else chunks.push(c);
@@ -157,6 +162,8 @@ export class InferFastPath {
     private readonly maxInputSize: number,
     /** Client system shared memory (`--allow-client-shm`); none: every region is unknown. */
     private readonly sharedMemory?: SystemSharedMemory,
+    /** The bytes of request bodies held at once (http/body-budget.ts); none: each body is bounded alone. */
+    private readonly budget?: BodyBudget,
   ) {}
 
   private modelInputs(model: string, version: number): readonly RawInputInfo[] {
@@ -168,11 +175,13 @@ export class InferFastPath {
     if (this.core.tracing) noteArrival(req);
     // Plain callbacks rather than an async function: every await is a microtask hop, and on a small
     // model those hops were a measurable share of the request (bench/http-infer).
-    readBody(req, this.maxInputSize, this.bodies, (error, raw, pooled) => {
+    readBody(req, res, this.maxInputSize, this.bodies, this.budget, (error, raw, pooled) => {
       if (error !== undefined) return fail(res, error);
       const encoding = req.headers['content-encoding'];
       if (encoding === undefined || encoding === 'identity') return this.infer(req, res, raw!, model, version, pooled);
-      decodeBody(raw!, encoding, this.maxInputSize).then(
+      // What is inflated is charged to the budget chunk by chunk.
+      const onChunk = this.budget ? (bytes: number) => this.budget!.grow(res, bytes) : undefined;
+      decodeBody(raw!, encoding, this.maxInputSize, onChunk).then(
         (body) => this.infer(req, res, body, model, version),
         (e: unknown) => fail(res, e),
       );
