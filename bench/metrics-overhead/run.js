@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+'use strict';
+// bench/metrics-overhead: what metrics cost. The same `simple` load (JSON tensors, autocannon)
+// against Nereid with everything off (--allow-metrics=false: no families, no histograms, no
+// observers) and with metrics on (Triton's families, Nereid's histograms on by default, the
+// first-response histogram, and summaries in a third case), each scraped once a second while
+// loaded, in one run, rounds alternating so that the machine's background load falls on every case
+// alike. The statistics extension is recorded in every case (it cannot be turned off, as in Triton).
+// Prints req/s per case and each case's cost against the baseline ('off'); target: cost <= 5 %.
+// A second 'off' server (the control) shows how much two identical servers differ in the same run:
+// on a busy machine that noise can be larger than the cost measured.
+// Usage: node bench/metrics-overhead/run.js [seconds per round=3] [rounds=10]   (needs `npm run build` first)
+const autocannon = require('autocannon');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { ROOT, startNereid, fmt } = require('../lib/util');
+
+const SECONDS = Number(process.argv[2] || 3);
+const ROUNDS = Number(process.argv[3] || 10);
+const CONNECTIONS = 16;
+
+/**
+ * The cases, the first one the baseline. Each is a Nereid started with `args`; `scrape` fetches
+ * /metrics once a second while it is loaded. More cases (tracing at trace_rate=1000, say) are
+ * added here: `{ name, args, scrape }`.
+ */
+const CASES = [
+  { name: 'off', args: ['--allow-metrics=false'], scrape: false },
+  { name: 'metrics+histograms', args: ['--metrics-config', 'histogram_latencies=true'], scrape: true },
+  { name: '+summaries', args: ['--metrics-config', 'histogram_latencies=true', '--metrics-config', 'summary_latencies=true'], scrape: true },
+  // The baseline again: how far two identical servers drift apart in this run (the noise floor).
+  { name: 'off (control)', args: ['--allow-metrics=false'], scrape: false },
+];
+
+function simpleBody() {
+  const a = Array.from({ length: 16 }, (_, i) => i);
+  return JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: a },
+      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: a },
+    ],
+  });
+}
+
+function load(url, body, duration) {
+  return new Promise((resolve, reject) => {
+    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration },
+      (err, r) => (err ? reject(err) : resolve(r)));
+  });
+}
+
+/** Scrapes the metrics port once a second until stopped; returns the scrape count. */
+function scraper(port) {
+  let count = 0;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const r = await fetch(`http://127.0.0.1:${port}/metrics`);
+      if (r.status !== 200) throw new Error(`scrape answered ${r.status}`);
+      await r.text();
+      count++;
+      await new Promise((res) => setTimeout(res, 1000));
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+    return count;
+  };
+}
+
+async function main() {
+  console.log(`bench/metrics-overhead: ${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds per case, ${os.cpus().length} cpus, node ${process.version}`);
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-'));
+  fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
+  const servers = [];
+  try {
+    for (const c of CASES) servers.push(await startNereid(repo, c.args));
+    const body = simpleBody();
+    const totals = CASES.map(() => ({ requests: 0, seconds: 0, errors: 0, p99: [], scrapes: 0 }));
+    for (let i = 0; i < CASES.length; i++) await load(`http://127.0.0.1:${servers[i].http}/v2/models/simple/infer`, body, 2);
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate the order each round: no case always runs first (or last) in a round.
+      for (let k = 0; k < CASES.length; k++) {
+        const i = (k + round) % CASES.length;
+        const stopScrape = CASES[i].scrape ? scraper(servers[i].metrics) : undefined;
+        const r = await load(`http://127.0.0.1:${servers[i].http}/v2/models/simple/infer`, body, SECONDS);
+        if (stopScrape) totals[i].scrapes += await stopScrape();
+        totals[i].requests += r.requests.total;
+        totals[i].seconds += r.duration;
+        totals[i].errors += r.errors + r.non2xx;
+        totals[i].p99.push(r.latency.p99);
+      }
+    }
+    const rate = totals.map((t) => t.requests / t.seconds);
+    for (let i = 0; i < CASES.length; i++) {
+      const t = totals[i];
+      const cost = i === 0 ? '' : `   cost ${fmt((1 - rate[i] / rate[0]) * 100, 1)} % (ratio ${fmt(rate[i] / rate[0], 3)})`;
+      const p99 = t.p99.sort((a, b) => a - b)[Math.floor(t.p99.length / 2)];
+      console.log(`${CASES[i].name.padEnd(20)} ${fmt(rate[i]).padStart(7)} req/s   median p99 ${fmt(p99, 2)} ms   errors ${t.errors}   scrapes ${t.scrapes}${cost}`);
+    }
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
