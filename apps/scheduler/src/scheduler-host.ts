@@ -69,17 +69,15 @@ export class SchedulerHost implements SchedulerChannel {
   }
 
   /**
-   * Stops the key's scheduler and waits for its requests. When another runtime of the same model
-   * is open (a reload switched traffic to it), a sequence batcher also waits for its live sequences,
+   * Stops the key's scheduler and waits for its requests. With `drainSequences` (a reload switched
+   * traffic to another runtime of the model), a sequence batcher also waits for its live sequences,
    * whose requests keep coming here until each ends or idles out.
    */
-  async close(key: ModelKey): Promise<void> {
+  async close(key: ModelKey, options?: { drainSequences?: boolean }): Promise<void> {
     const s = this.schedulers.get(key);
     if (!s) return;
-    const model = this.models.get(key) ?? '';
-    const replaced = [...this.models].some(([k, m]) => k !== key && m === model && !this.draining.has(k));
-    const sequences = replaced && s.hasSequence !== undefined;
-    if (sequences) this.draining.set(key, { model, scheduler: s });
+    const sequences = options?.drainSequences === true && s.hasSequence !== undefined;
+    if (sequences) this.draining.set(key, { model: this.models.get(key) ?? '', scheduler: s });
     try {
       await s.stop({ sequences });
     } finally {

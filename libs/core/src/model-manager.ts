@@ -244,7 +244,9 @@ export class ModelRepositoryManager {
     } else if (!this.serving(entry)) entry.error = failures.join('; ');
     // A load that failed in part is tried again on the next load request, even with the same files.
     entry.fingerprint = failures.length === 0 ? fp : undefined;
-    await Promise.all(retired.map((v) => this.retire(entry, v)));
+    // Another version serves: sequences that live on a retired runtime finish there.
+    const drainSequences = this.serving(entry);
+    await Promise.all(retired.map((v) => this.retire(entry, v, drainSequences)));
     await this.removeUnusedOverrides(name, retired.map((v) => v.runtime?.overrideRoot));
     if (failures.length > 0) {
       const serving = [...entry.versions.values()].filter((v) => v.state === 'READY').map((v) => v.version);
@@ -385,15 +387,16 @@ export class ModelRepositoryManager {
   }
 
   /**
-   * Stops routing to a version's runtime, waits for its requests (and its live sequences), frees
-   * its instances. A version that no runtime replaced shows UNLOADING meanwhile, then 'unloaded'.
+   * Stops routing to a version's runtime, waits for its requests (and, with `drainSequences`, for
+   * its live sequences), frees its instances. A version that no runtime replaced shows UNLOADING
+   * meanwhile, then 'unloaded'.
    */
-  private async retire(entry: ModelEntry, v: VersionEntry): Promise<void> {
+  private async retire(entry: ModelEntry, v: VersionEntry, drainSequences = false): Promise<void> {
     const runtime = v.runtime!;
     const replaced = entry.versions.get(v.version) !== v;
     if (!replaced) entry.versions.set(v.version, { ...v, state: 'UNLOADING', reason: '' });
     this.announce(entry.name, v.version, 'UNLOADING', '', runtime.key);
-    await this.scheduler.close(runtime.key);
+    await this.scheduler.close(runtime.key, { drainSequences });
     await this.worker.unload(runtime.key);
     const current = entry.versions.get(v.version);
     if (!replaced && current?.state === 'UNLOADING' && current.runtime === runtime) {

@@ -50,8 +50,12 @@ export interface SchedulerChannel {
   /** `modelDir`: the model's folder (the sequence batcher reads initial state files from it). */
   open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity, modelDir?: string): void;
   enqueue(key: ModelKey, item: ExecutionItem): void;
-  /** Stops taking requests for the key and waits for queued and running ones. */
-  close(key: ModelKey): Promise<void>;
+  /**
+   * Stops taking requests for the key and waits for queued and running ones. `drainSequences`:
+   * another runtime of the model took its traffic (a reload): the sequences live here finish here,
+   * their requests still taken, and the close waits for them to end or idle out.
+   */
+  close(key: ModelKey, options?: { drainSequences?: boolean }): Promise<void>;
   pendingCount(key: ModelKey): number;
 }
 
