@@ -74,6 +74,9 @@ export interface GrpcServerHandle {
   close(): Promise<void>;
 }
 
+/** Concurrent calls (HTTP/2 streams) per gRPC connection. */
+const MAX_CONCURRENT_STREAMS = 1024;
+
 /** GrpcServerOptions → grpc-js channel options. */
 export function channelOptionsOf(options: GrpcServerOptions): ChannelOptions {
   const ka = options.keepalive ?? {};
@@ -87,6 +90,10 @@ export function channelOptionsOf(options: GrpcServerOptions): ChannelOptions {
     'grpc.http2.max_pings_without_data': ka.maxPingsWithoutData ?? 2,
     'grpc.http2.min_recv_ping_interval_without_data_ms': ka.minRecvPingIntervalWithoutDataMs ?? 300000,
     'grpc.http2.max_ping_strikes': ka.maxPingStrikes ?? 2,
+    // Calls in flight per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; Node's default is
+    // 2^32-1): a client that opens call after call without reading the answers waits for its own
+    // earlier ones, as HTTP/2 flow control already holds each call's bytes (issue 16).
+    'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
   };
   if (options.maxConnectionAgeMs) out['grpc.max_connection_age_ms'] = options.maxConnectionAgeMs;
   if (options.maxConnectionAgeGraceMs) out['grpc.max_connection_age_grace_ms'] = options.maxConnectionAgeGraceMs;

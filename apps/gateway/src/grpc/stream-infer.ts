@@ -9,6 +9,9 @@ import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameter
 
 type Call = ServerDuplexStream<WireModelInferRequest, WireModelStreamInferResponse>;
 
+/** Requests of one stream running at once; more wait unread in the stream (HTTP/2 flow control). */
+export const MAX_PENDING_PER_STREAM = 64;
+
 const FINAL: WireParameters = { triton_final_response: { bool_param: true } };
 const NOT_FINAL: WireParameters = { triton_final_response: { bool_param: false } };
 
@@ -33,6 +36,9 @@ class InferStream {
   private pending = 0;
   private inputEnded = false;
   private closed = false;
+  /** Reading stopped: too many requests pending, or answers not taken by the client. */
+  private held = false;
+  private writesBacked = false;
 
   constructor(
     private readonly core: InferenceCore,
@@ -70,10 +76,12 @@ class InferStream {
       return;
     }
     this.pending++;
+    if (this.pending >= MAX_PENDING_PER_STREAM) this.hold();
     try {
       this.core.infer(decoded.request, this.observer(msg, decoded));
     } catch (e) {
       this.pending--;
+      this.releaseIfRoom();
       releaseSharedMemory(decoded);
       this.sendError(toInferenceError(e), { id: msg.id });
       this.finishIfDone();
@@ -89,6 +97,7 @@ class InferStream {
       releaseSharedMemory(decoded);
       decoded.request.trace?.release();
       this.pending--;
+      this.releaseIfRoom();
       this.finishIfDone();
     };
     return {
@@ -141,7 +150,33 @@ class InferStream {
   }
 
   private write(msg: WireModelStreamInferResponse): void {
-    if (!this.closed) this.call.write(msg);
+    if (this.closed || this.call.write(msg)) return;
+    // The client does not take the answers as fast as they come: read no more until it does.
+    if (!this.writesBacked) {
+      this.writesBacked = true;
+      this.call.once('drain', () => {
+        this.writesBacked = false;
+        this.releaseIfRoom();
+      });
+    }
+    this.hold();
+  }
+
+  /**
+   * Back-pressure: the stream stops pulling requests (grpc-js stops reading the HTTP/2 stream once
+   * its small read buffer is full, and flow control then holds the client) while too many of its
+   * requests are pending or its answers wait unread. A client that does not read stalls only itself.
+   */
+  private hold(): void {
+    if (this.held) return;
+    this.held = true;
+    this.call.pause();
+  }
+
+  private releaseIfRoom(): void {
+    if (!this.held || this.writesBacked || this.pending >= MAX_PENDING_PER_STREAM || this.closed) return;
+    this.held = false;
+    this.call.resume();
   }
 
   private finishIfDone(): void {
