@@ -33,6 +33,45 @@ describe('ServerLogger', () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^E\d{4} [\d:.]+ \d+ nereid\] failed to load 'm\\nI0101 00:00:00.000000 1 nereid\] successfully loaded 'admin'\\r\\x1b\[2J': bad$/);
     expect(lines[1]).toMatch(/^I\d{4} [\d:.]+ \d+ nereid\] next$/);
+    await logger.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('ServerLogger at run time', () => {
+  const settings = (file: string): LogSettings => ({
+    log_file: file,
+    log_info: true,
+    log_warning: true,
+    log_error: true,
+    log_verbose_level: 0,
+    log_format: 'default',
+  });
+
+  it('follows the live settings: levels, json format, another file, request ids', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'nereid-log-'));
+    const first = path.join(dir, 'a.log');
+    const s = settings(first);
+    const logger = new ServerLogger(s, true);
+    logger.request('verbose', 'r0', 'not written: verbose is off');
+    logger.request('info', 'r1', 'about r1');
+    s.log_info = false;
+    logger.log('info', 'not written: info is off');
+    s.log_info = true;
+    s.log_format = 'json';
+    logger.request('warn', 'r2', 'about "r2"\n');
+    logger.accessLine({ protocol: 'HTTP', method: 'POST', target: '/v2/models/m/infer', status: 200, durationMs: 1.5, client: '127.0.0.1:1', model: 'm', requestId: 'r2' });
+    s.log_file = path.join(dir, 'b.log');
+    logger.log('error', 'in b');
+    await logger.close();
+    const a = await linesOf(first, 3);
+    expect(a).toHaveLength(3);
+    expect(a[0]).toMatch(/^I\d{4} [\d:.]+ \d+ nereid\] \[request id: r1\] about r1$/);
+    expect(JSON.parse(a[1])).toMatchObject({ level: 'WARNING', message: 'about "r2"\n', request_id: 'r2', pid: process.pid });
+    expect(JSON.parse(a[2])).toMatchObject({ access: true, method: 'POST', status: 200, duration_ms: 1.5, model: 'm', request_id: 'r2' });
+    const b = await linesOf(path.join(dir, 'b.log'), 1);
+    expect(JSON.parse(b[0])).toMatchObject({ level: 'ERROR', message: 'in b' });
+    expect(logger.assignId()).toBe('nereid-1');
     rmSync(dir, { recursive: true, force: true });
   });
 });
