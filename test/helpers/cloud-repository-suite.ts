@@ -38,6 +38,7 @@ export function describeCloudRepository(store: string, start: () => Promise<Clou
 
     beforeAll(async () => {
       await emu.upload(path.join(MODELS, 'simple'), 'repo/simple');
+      await emu.upload(path.join(MODELS, 'add_sub'), 'repo/add_sub');
       await emu.put('repo/noversions/config.pbtxt', simpleConfig.replace('name: "simple"', 'name: "noversions"'));
       server = await startTestServer({ modelRepositories: [emu.repository('repo')], modelControlMode: 'poll', repositoryPollSecs: 1 });
     });
@@ -50,6 +51,15 @@ export function describeCloudRepository(store: string, start: () => Promise<Clou
       expect(r.status).toBe(200);
       expect(r.body.model_version).toBe('1');
       expect(r.body.outputs[0].data).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+    });
+
+    it('serves a python model from the bucket', async () => {
+      const inputs = ['add_sub_input0', 'add_sub_input1'].map((name, i) => ({ name, shape: [4], datatype: 'FP32', data: [1, 2, 3, 4].map((v) => v * (i + 1)) }));
+      const r = await postJson(`${server.http}/v2/models/add_sub/infer`, { inputs });
+      expect(r.status).toBe(200);
+      expect(r.body.outputs.find((o: { name: string }) => o.name === 'added_output').data).toEqual([3, 6, 9, 12]);
+      const index = await postJson(`${server.http}/v2/repository/index`, {});
+      expect(index.body).toContainEqual({ name: 'add_sub', version: '1', state: 'READY' });
     });
 
     it('reports a model without version folders', async () => {
