@@ -249,8 +249,6 @@ export class ModelRepositoryManager {
     await Promise.all(retired.map((v) => this.retire(entry, v, drainSequences)));
     await this.removeUnusedOverrides(name, retired.map((v) => v.runtime?.overrideRoot));
     if (failures.length > 0) {
-      const serving = [...entry.versions.values()].filter((v) => v.state === 'READY').map((v) => v.version);
-      if (serving.length > 0) this.options.log('warn', `'${name}' keeps serving version${serving.length > 1 ? 's' : ''} ${serving.join(', ')}`);
       throw InferenceError.invalidArg(`failed to load '${name}', ${failures.join('; ')}`);
     }
     this.options.log('info', `successfully loaded '${name}' version${wanted.length > 1 ? 's' : ''} ${wanted.join(', ')}`);
