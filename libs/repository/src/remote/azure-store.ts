@@ -23,6 +23,8 @@ export class AzureStore implements RemoteStore {
     private readonly containerName: string,
     private readonly prefix: string,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    /** A listing not done in this time (ms) fails: a stalled endpoint cannot stall polling. */
+    private readonly listTimeoutMs = 120_000,
   ) {}
 
   private connect(): Promise<ContainerClient> {
@@ -63,7 +65,8 @@ export class AzureStore implements RemoteStore {
   async list(): Promise<RemoteObject[]> {
     const container = await this.connect();
     const out: RemoteObject[] = [];
-    for await (const b of container.listBlobsFlat({ prefix: this.prefix || undefined })) {
+    const abortSignal = AbortSignal.timeout(this.listTimeoutMs);
+    for await (const b of container.listBlobsFlat({ prefix: this.prefix || undefined, abortSignal })) {
       if (!b.name.startsWith(this.prefix)) continue;
       out.push({ key: b.name.slice(this.prefix.length), version: b.properties.etag ?? '', size: b.properties.contentLength ?? 0 });
     }

@@ -25,6 +25,8 @@ export class S3Store implements RemoteStore {
     private readonly prefix: string,
     private readonly endpoint: string | undefined,
     private readonly env: NodeJS.ProcessEnv = process.env,
+    /** A connection not made, or a socket idle, this long (ms) fails the request: a stalled endpoint cannot stall polling. */
+    private readonly timeouts: { connectMs: number; idleMs: number } = { connectMs: 10_000, idleMs: 60_000 },
   ) {}
 
   private connect(): Promise<{ sdk: S3Sdk; client: S3Client }> {
@@ -43,6 +45,7 @@ export class S3Store implements RemoteStore {
         ...(this.endpoint ? { endpoint: this.endpoint, forcePathStyle: true } : {}),
         followRegionRedirects: true,
         maxAttempts: 3,
+        requestHandler: { connectionTimeout: this.timeouts.connectMs, socketTimeout: this.timeouts.idleMs },
       });
       return { sdk, client };
     })().catch((e: unknown) => {
