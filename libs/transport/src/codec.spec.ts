@@ -1,0 +1,181 @@
+import fc from 'fast-check';
+import { InferenceError } from '@nereid/protocol';
+import { DATATYPES, ELEMENT_SIZE, bytesView, isBytesData, tensorDataFromBytes, type Tensor } from '@nereid/tensor';
+import { fuzz, fuzzParams, onlyThrows, rawTensorArb } from '../../../test/helpers/fuzz';
+import { decodeMessage, encodeMessage } from './codec';
+import type { ExecuteBatchMessage, ResponseMessage, TransportMessage, WireRequest } from './messages';
+
+function rawOf(t: Tensor): Buffer {
+  if (isBytesData(t.data)) {
+    return Buffer.concat(t.data.flatMap((e) => {
+      const n = Buffer.alloc(4);
+      n.writeUInt32LE(e.byteLength);
+      return [n, Buffer.from(e)];
+    }));
+  }
+  return Buffer.from(bytesView(t.data));
+}
+
+function request(inputs: Tensor[], extra: Partial<WireRequest> = {}): WireRequest {
+  return {
+    requestId: 'gw1:1', replyTo: 'gw1', clientId: 'client-7', modelName: 'simple', modelVersion: -1, inputs,
+    parameters: { a: 'x', b: 3, c: true, big: 12345678901234567890n },
+    correlationId: 18446744073709551615n, flags: { sequenceStart: true, sequenceEnd: false },
+    priority: 2, timeoutUs: 5000, ...extra,
+  };
+}
+
+function batch(requests: WireRequest[]): ExecuteBatchMessage {
+  return { kind: 'execute-batch', batchId: 'b1', key: 'simple/1/0', instance: 1, slot: 3, requests, fence: 7 };
+}
+
+function expectSameTensors(a: Tensor[], b: Tensor[]): void {
+  expect(b.map((t) => [t.name, t.datatype, t.shape])).toEqual(a.map((t) => [t.name, t.datatype, t.shape]));
+  a.forEach((t, i) => expect(rawOf(b[i]).equals(rawOf(t))).toBe(true));
+}
+
+describe('transport codec', () => {
+  it('round-trips an execute-batch with a tensor of every datatype, bigints and requested outputs', () => {
+    const inputs: Tensor[] = DATATYPES.map((datatype, i) => {
+      const raw = datatype === 'BYTES'
+        ? Buffer.from([2, 0, 0, 0, 104, 105, 0, 0, 0, 0])
+        : Buffer.from(Array.from({ length: 16 }, (_, j) => (datatype === 'BOOL' ? j % 2 : (j * 37 + i) & 255)));
+      const fixedShape = datatype === 'BYTES' ? [2] : [1, 16 / ELEMENT_SIZE[datatype]];
+      return { name: `in_${datatype}`, datatype, shape: fixedShape, data: tensorDataFromBytes(datatype, fixedShape, raw, 'x', 'm') };
+    });
+    const msg = batch([request(inputs, { outputs: [{ name: 'OUT', classification: 2, parameters: { binary_data: true, n: 5n } }] })]);
+    const back = decodeMessage(encodeMessage(msg)) as ExecuteBatchMessage;
+    expect({ ...back, requests: [] }).toEqual({ ...msg, requests: [] });
+    const r = back.requests[0];
+    expect({ ...r, inputs: [] }).toEqual({ ...msg.requests[0], inputs: [] });
+    expect(typeof r.correlationId).toBe('bigint');
+    expect(r.parameters.big).toBe(12345678901234567890n);
+    expect(r.outputs![0].parameters!.n).toBe(5n);
+    expectSameTensors(inputs, r.inputs);
+  });
+
+  it('round-trips responses: tensors, errors, flag-only finals and statistics; no numbers in the header', () => {
+    const out: Tensor = { name: 'OUTPUT0', datatype: 'FP32', shape: [1, 4], data: new Float32Array([1.5, -2, 3, 1e30]) };
+    const ok: ResponseMessage = {
+      kind: 'response', requestId: 'gw1:9', final: true,
+      response: { id: 'c', modelName: 'simple', modelVersion: '1', outputs: [out], parameters: { sequence_id: 3n } },
+      stats: { execStart: 12.5, inputNs: 1, inferNs: 2, outputNs: 3 },
+    };
+    const encoded = encodeMessage(ok);
+    expect(encoded.toString('latin1')).not.toContain('1.5');
+    const back = decodeMessage(encoded) as ResponseMessage;
+    expect(back.response!.parameters).toEqual({ sequence_id: 3n });
+    expect(Array.from(back.response!.outputs[0].data as Float32Array)).toEqual([1.5, -2, 3, Math.fround(1e30)]);
+    expect(back.stats).toEqual(ok.stats);
+    const failed: ResponseMessage = { kind: 'response', requestId: 'gw1:9', final: true, error: { code: 'UNAVAILABLE', message: 'gone' } };
+    expect(decodeMessage(encodeMessage(failed))).toEqual(failed);
+    const flagOnly: ResponseMessage = { kind: 'response', requestId: 'gw1:9', final: true };
+    expect(decodeMessage(encodeMessage(flagOnly))).toEqual(flagOnly);
+  });
+
+  it('round-trips the tensor-free messages as they are', () => {
+    const msgs: TransportMessage[] = [
+      { kind: 'cancel', requestId: 'gw2:4' },
+      { kind: 'batch-done', batchId: 'b', key: 'k/1/0', workerId: 'w1', batchSize: 4, requestCount: 2, compute: { inputNs: 1, inferNs: 2, outputNs: 3 } },
+      { kind: 'heartbeat', workerId: 'w1', at: 1700000000000, models: [{ key: 'k/1/0', instances: 2 }], devices: { gpus: 0 }, load: 3 },
+      { kind: 'lifecycle', model: 'simple', version: 1, state: 'UNAVAILABLE', reason: 'unloaded', key: 'simple/1/0' },
+    ];
+    for (const m of msgs) expect(decodeMessage(encodeMessage(m))).toEqual(m);
+  });
+
+  it('round-trips empty tensors and empty BYTES elements', () => {
+    const inputs: Tensor[] = [
+      { name: 'e', datatype: 'FP32', shape: [0, 3], data: new Float32Array(0) },
+      { name: 's', datatype: 'BYTES', shape: [0], data: [] },
+      { name: 'z', datatype: 'BYTES', shape: [3], data: [new Uint8Array(0), new Uint8Array(0), new Uint8Array([0])] },
+    ];
+    const back = decodeMessage(encodeMessage(batch([request(inputs)]))) as ExecuteBatchMessage;
+    expectSameTensors(inputs, back.requests[0].inputs);
+  });
+
+  it('round-trips a 64 MiB tensor, viewed in place when the buffer is aligned', () => {
+    const data = new Float32Array(16 * 1024 * 1024);
+    for (let i = 0; i < data.length; i += 4099) data[i] = i;
+    const t: Tensor = { name: 'big', datatype: 'FP32', shape: [1, data.length], data };
+    const encoded = encodeMessage(batch([request([t])]));
+    expect(encoded.length).toBeLessThan(data.byteLength + 4096);
+    const back = decodeMessage(encoded) as ExecuteBatchMessage;
+    const got = back.requests[0].inputs[0].data as Float32Array;
+    expect(got.length).toBe(data.length);
+    expect(got[4099 * 1000]).toBe(4099 * 1000);
+    expect(Buffer.from(bytesView(got)).equals(Buffer.from(bytesView(data)))).toBe(true);
+    if (encoded.byteOffset % 8 === 0) expect(got.buffer).toBe(encoded.buffer);
+  });
+
+  it('round-trips any tensor of any datatype (property)', () => {
+    fuzz(
+      fc.property(fc.array(rawTensorArb(), { maxLength: 4 }), fc.boolean(), (raws, misalign) => {
+        const inputs = raws.map((r, i): Tensor => ({
+          name: `t${i}`, datatype: r.datatype, shape: r.shape, data: tensorDataFromBytes(r.datatype, r.shape, r.raw, 'x', 'm'),
+        }));
+        let encoded: Uint8Array = encodeMessage(batch([request(inputs)]));
+        if (misalign) {
+          const shifted = new Uint8Array(encoded.byteLength + 1);
+          shifted.set(encoded, 1);
+          encoded = shifted.subarray(1);
+        }
+        const back = decodeMessage(encoded) as ExecuteBatchMessage;
+        expectSameTensors(inputs, back.requests[0].inputs);
+      }),
+      fuzzParams(150),
+    );
+  });
+
+  it('rejects corrupt messages with an INTERNAL InferenceError and never a huge allocation (fuzz)', () => {
+    const t: Tensor = { name: 'x', datatype: 'BYTES', shape: [2], data: [Buffer.from('ab'), Buffer.from('cde')] };
+    const good = encodeMessage(batch([request([t, { name: 'y', datatype: 'INT64', shape: [2], data: new BigInt64Array([1n, -1n]) }])]));
+    const before = process.memoryUsage().arrayBuffers;
+    fuzz(
+      fc.property(
+        fc.array(fc.tuple(fc.nat({ max: good.length - 1 }), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),
+        fc.nat({ max: good.length }),
+        (edits, cut) => {
+          const bad = Buffer.from(good.subarray(0, Math.max(cut, 1)));
+          for (const [at, v] of edits) if (at < bad.length) bad[at] = v;
+          const out = onlyThrows(InferenceError, () => decodeMessage(bad));
+          if (out === undefined) return;
+          expect(typeof out.kind).toBe('string');
+        },
+      ),
+      fuzzParams(400),
+    );
+    fuzz(
+      fc.property(fc.uint8Array({ maxLength: 256 }), (bytes) => {
+        onlyThrows(InferenceError, () => decodeMessage(bytes));
+      }),
+      fuzzParams(400),
+    );
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it('names what is wrong: bad lengths, shapes and frames', () => {
+    const t: Tensor = { name: 'x', datatype: 'FP32', shape: [2], data: new Float32Array([1, 2]) };
+    const good = encodeMessage(batch([request([t])]));
+    const err = (b: Uint8Array): InferenceError => {
+      try {
+        decodeMessage(b);
+      } catch (e) {
+        return e as InferenceError;
+      }
+      throw new Error('decoded');
+    };
+    expect(err(good.subarray(0, 5)).message).toMatch(/shorter than the 12-byte prefix/);
+    const hugeFrame = Buffer.from(good);
+    hugeFrame.writeUInt32LE(0xffffffff, 12);
+    hugeFrame.writeUInt32LE(0xffff, 16);
+    expect(err(hugeFrame).message).toMatch(/frame 0 of \d+ bytes runs past the end/);
+    expect(err(hugeFrame).code).toBe('INTERNAL');
+    const manyFrames = Buffer.from(good);
+    manyFrames.writeUInt32LE(0xffffffff, 8);
+    expect(err(manyFrames).message).toMatch(/frames do not fit/);
+    const wrongShape = encodeMessage(batch([request([{ ...t, shape: [2 ** 40] }])]));
+    expect(err(wrongShape).message).toMatch(/tensor 'x' has 8 bytes, its shape needs/);
+    const bytesLie = encodeMessage(batch([request([{ name: 's', datatype: 'BYTES', shape: [2 ** 50], data: [Buffer.from('a')] }])]));
+    expect(err(bytesLie).message).toMatch(/does not hold the \d+ elements of its shape/);
+  });
+});

@@ -1,0 +1,140 @@
+import type { ComputeDurations, ErrorCode, ExecutionStats, Parameters, RequestedOutput } from '@nereid/protocol';
+import type { Tensor } from '@nereid/tensor';
+import type { ModelKey } from './channels';
+
+/**
+ * The messages that cross between the roles (gateway, scheduler, worker). Each is plain data: no
+ * callback, promise, response sink or AbortSignal, so the in-memory port can pass it by reference
+ * and the Redis port can serialise it (codec.ts). Where a request came from is a gateway id
+ * (`replyTo`), where its responses go is that gateway's mailbox, and a client that goes away is a
+ * `cancel` message: the ResponseRouter (response-router.ts) turns these back into live waiters.
+ * MLServer's `parallel/messages.py` is the model for this set.
+ */
+
+/** One request of a batch, as a worker needs it. */
+export interface WireRequest {
+  /** The transport's id of the request, unique in the cluster (the gateway id and a counter). */
+  requestId: string;
+  /** The gateway whose mailbox receives the responses. */
+  replyTo: string;
+  /** The client's own id ('' when none). */
+  clientId: string;
+  modelName: string;
+  /** -1: the highest READY version. */
+  modelVersion: number;
+  inputs: Tensor[];
+  /** Absent: every output of the model. */
+  outputs?: RequestedOutput[];
+  parameters: Parameters;
+  /** Sequence correlation id; 0 / '' = not in a sequence. */
+  correlationId: bigint | string;
+  flags: RequestFlags;
+  /** 0 = the model's default. */
+  priority: number;
+  /** Microseconds; 0 = none. */
+  timeoutUs: number;
+}
+
+export interface RequestFlags {
+  sequenceStart: boolean;
+  sequenceEnd: boolean;
+  /** A row the sequence batcher adds to fill an empty slot: executed, never answered. */
+  padding?: boolean;
+}
+
+/** A batch the scheduler hands to one slot of one instance of a model on a worker. */
+export interface ExecuteBatchMessage {
+  kind: 'execute-batch';
+  batchId: string;
+  key: ModelKey;
+  instance: number;
+  slot: number;
+  requests: WireRequest[];
+  /** The scheduler's lease on the model's queue when it dispatched (fencing): stale ones are ignored. */
+  fence?: number;
+}
+
+/** What a model answered to one request: tensors, or an error. */
+export interface ResponseMessage {
+  kind: 'response';
+  requestId: string;
+  /** The last message for the request. */
+  final: boolean;
+  /** Absent with an error, and on a decoupled model's flag-only final message. */
+  response?: WireResponse;
+  error?: WireError;
+  /** What executing the request cost (sent once, with or before the final message). */
+  stats?: ExecutionStats;
+}
+
+export interface WireResponse {
+  id: string;
+  modelName: string;
+  modelVersion: string;
+  outputs: Tensor[];
+  parameters?: Parameters;
+}
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+}
+
+/** The client of a request went away: whoever holds it stops working on it. */
+export interface CancelMessage {
+  kind: 'cancel';
+  requestId: string;
+}
+
+/** A batch is done: its statistics (Triton's batch statistics) and which requests it held. */
+export interface BatchDoneMessage {
+  kind: 'batch-done';
+  batchId: string;
+  key: ModelKey;
+  workerId: string;
+  /** Inferences in the execution: the sum of its requests' batch sizes. */
+  batchSize: number;
+  requestCount: number;
+  compute: ComputeDurations;
+}
+
+/** A worker is alive: what it hosts and how busy it is. */
+export interface HeartbeatMessage {
+  kind: 'heartbeat';
+  workerId: string;
+  /** Wall-clock milliseconds (Date.now()) when sent. */
+  at: number;
+  /** Loaded model keys with their instance counts. */
+  models: Array<{ key: ModelKey; instances: number }>;
+  devices: { gpus: number };
+  /** Batches running or queued on the worker. */
+  load: number;
+}
+
+export type LifecycleMessageState = 'LOADING' | 'READY' | 'UNLOADING' | 'UNAVAILABLE';
+
+/** A model version changed state (the core's lifecycle events, carried between processes). */
+export interface LifecycleMessage {
+  kind: 'lifecycle';
+  model: string;
+  version: number;
+  state: LifecycleMessageState;
+  /** Why a version is UNAVAILABLE; '' otherwise. */
+  reason: string;
+  /** The runtime (`<name>/<version>/<generation>`); absent when none was created. */
+  key?: ModelKey;
+}
+
+export type TransportMessage =
+  | ExecuteBatchMessage
+  | ResponseMessage
+  | CancelMessage
+  | BatchDoneMessage
+  | HeartbeatMessage
+  | LifecycleMessage;
+
+export type MessageKind = TransportMessage['kind'];
+
+export const MESSAGE_KINDS: readonly MessageKind[] = [
+  'execute-batch', 'response', 'cancel', 'batch-done', 'heartbeat', 'lifecycle',
+];

@@ -1,0 +1,94 @@
+import { startRedis, type RedisServer } from '../../../test/helpers/redis-server';
+import { sleep, until } from '../../../test/helpers/poll';
+import type { ExecuteBatchMessage, TransportMessage } from './messages';
+import type { Delivery } from './port';
+import { describePortConformance } from './port.conformance';
+import { RedisPort } from './redis-port';
+import { connectRedisPort } from './index';
+
+let redis: RedisServer;
+const prefix = `nereid-test-${process.pid}:`;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  if (redis && !redis.external) await redis.stop();
+});
+
+describePortConformance('redis', () => ({ open: () => RedisPort.connect({ url: redis.url, prefix }), claimIdleMs: 300 }));
+
+const batch = (batchId: string): ExecuteBatchMessage => ({ kind: 'execute-batch', batchId, key: 'k/1/0', instance: 0, slot: 0, requests: [] });
+
+describe('redis port: Redis trouble', () => {
+  it('answers UNAVAILABLE within a second while Redis is down, and recovers by itself when it returns', async () => {
+    const own = await startRedis();
+    if (own.external) throw new Error('this case needs a redis-server of its own (unset REDIS_URL)');
+    const producer = await RedisPort.connect({ url: own.url });
+    const worker = await RedisPort.connect({ url: own.url });
+    try {
+      const got: Delivery[] = [];
+      await worker.consume('q', (d) => {
+        got.push(d);
+        void d.ack();
+      }, { claimIdleMs: 300 });
+      const mail: TransportMessage[] = [];
+      await worker.receive('gw', (m) => mail.push(m));
+      const topic: TransportMessage[] = [];
+      await worker.subscribe('t', (m) => topic.push(m));
+      await producer.enqueue('q', batch('before'));
+      await until('the first message', () => got.length === 1, 10_000);
+
+      await own.stop(true);
+      for (const send of [() => producer.enqueue('q', batch('down')), () => producer.send('gw', { kind: 'cancel', requestId: 'r' })]) {
+        const started = Date.now();
+        await expect(send()).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/^the cluster's Redis is unavailable: /) });
+        expect(Date.now() - started).toBeLessThan(1000);
+      }
+
+      await own.restart();
+      // The port reconnects by itself: sends succeed again, and the consumer (whose group Redis lost),
+      // the mailbox reader and the subscriber all resume.
+      await until('sends work again', async () => producer.enqueue('q', batch('after')).then(() => true, () => false), 10_000);
+      await until('the consumer resumes', () => got.some((d) => (d.message as ExecuteBatchMessage).batchId === 'after'), 10_000);
+      await producer.send('gw', { kind: 'cancel', requestId: 'mail' });
+      await until('the mailbox resumes', () => mail.length === 1, 10_000);
+      await until('the subscriber resumes', async () => {
+        await producer.publish('t', { kind: 'cancel', requestId: 'topic' });
+        await sleep(50);
+        return topic.length > 0;
+      }, 10_000);
+      expect(got.map((d) => (d.message as ExecuteBatchMessage).batchId)).not.toContain('down');
+    } finally {
+      await producer.close();
+      await worker.close();
+      await own.stop();
+    }
+  });
+
+  it('connects to a Redis with a password given in the URL; a wrong one fails clearly', async () => {
+    const own = await startRedis({ password: 's3cr3t' });
+    try {
+      const port = await connectRedisPort({ url: own.url });
+      const got: TransportMessage[] = [];
+      await port.receive('gw', (m) => got.push(m));
+      await port.send('gw', { kind: 'cancel', requestId: 'r1' });
+      await until('the message', () => got.length === 1, 10_000);
+      await port.close();
+      await expect(RedisPort.connect({ url: `redis://:wrong@127.0.0.1:${own.port}` })).rejects.toMatchObject({
+        code: 'UNAVAILABLE', message: expect.stringMatching(/WRONGPASS|invalid username-password/),
+      });
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('fails to connect to no Redis at all with UNAVAILABLE, quickly', async () => {
+    const own = await startRedis();
+    const url = own.url;
+    await own.stop();
+    const started = Date.now();
+    await expect(RedisPort.connect({ url })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+});
