@@ -71,3 +71,31 @@ describe('TRITON_CLOUD_CREDENTIAL_PATH', () => {
     }
   });
 });
+
+describe('S3 outage in poll mode', () => {
+  it('keeps serving what it loaded while the store cannot be read', async () => {
+    const own = await startS3Emulator('outage');
+    const restore = withEnv(own.env);
+    const infer = (http: string): Promise<{ status: number }> =>
+      postJson(`${http}/v2/models/simple/infer`, {
+        inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, shape: [1, 16], datatype: 'INT32', data: Array(16).fill(1) })),
+      });
+    let server: Awaited<ReturnType<typeof startTestServer>> | undefined;
+    try {
+      await own.upload(path.join(MODELS, 'simple'), 'repo/simple');
+      server = await startTestServer({ modelRepositories: [own.repository('repo')], modelControlMode: 'poll', repositoryPollSecs: 1 });
+      expect((await infer(server.http)).status).toBe(200);
+      await own.stop();
+      // Two polls or more fail to list the store.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect((await infer(server.http)).status).toBe(200);
+      const index = await postJson(`${server.http}/v2/repository/index`, {});
+      expect(index.status).not.toBe(200);
+      expect(JSON.stringify(index.body)).toContain(`failed to read model repository '${own.repository('repo')}'`);
+    } finally {
+      await server?.close();
+      restore();
+      await own.stop();
+    }
+  });
+});
