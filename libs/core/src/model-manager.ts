@@ -279,6 +279,8 @@ export class ModelRepositoryManager {
       } else if (!prevServing) {
         entry.versions.set(r.version, r);
         missingReplacements++;
+      } else {
+        this.options.log('warn', `version ${r.version} of '${entry.name}' keeps serving: its reload failed`);
       }
     }
     const stale = [...entry.versions.values()]
