@@ -15,6 +15,7 @@ const BENCHES = [
   ['bench/startup/run.js', '3'],
   ['bench/sequence-batching/run.js'],
   ['bench/ensemble/run.js'],
+  ['bench/reload/run.js', 'poll'],
 ];
 
 function run(cmd, args) {
