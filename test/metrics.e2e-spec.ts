@@ -6,6 +6,7 @@
  * restart is counted, and nothing GPU is exported.
  */
 import * as path from 'node:path';
+import { call, inferenceClient, type Msg } from './helpers/grpc-client';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
@@ -204,6 +205,48 @@ describe('metrics settings', () => {
     try {
       expect(server.metricsPort).toBe(-1);
     } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('response statistics of a decoupled model', () => {
+  it('counts each response index: successes, the bare final flags as empty responses, over HTTP and gRPC alike', async () => {
+    const server = await startTestServer({ modelRepositories: [makeRepository({ decoupled_repeat: path.join(FIX, 'decoupled_repeat') })] });
+    const client = inferenceClient(server.grpcPort);
+    try {
+      const int32 = (values: number[]) => Buffer.from(new Int32Array(values).buffer);
+      const stream = client.ModelStreamInfer();
+      const messages: Msg[] = [];
+      const done = new Promise<void>((resolve, reject) => {
+        stream.on('data', (m: Msg) => messages.push(m));
+        stream.on('end', resolve);
+        stream.on('error', reject);
+      });
+      // Three responses then a bare final flag; two responses then a bare final flag.
+      for (const values of [[5, 6, 7], [1, 2]]) {
+        stream.write({ model_name: 'decoupled_repeat', inputs: [{ name: 'IN', datatype: 'INT32', shape: [values.length] }], raw_input_contents: [int32(values)] });
+      }
+      stream.end();
+      await done;
+      expect(messages.filter((m) => m.error_message === '')).toHaveLength(5);
+      const stats = ((await getJson(`${server.http}/v2/models/decoupled_repeat/stats`)).body as { model_stats: any[] }).model_stats[0];
+      const rs = stats.response_stats as Record<string, Record<string, Duration>>;
+      const counts = Object.fromEntries(Object.entries(rs).map(([i, r]) => [i, Object.fromEntries(Object.entries(r).map(([k, d]) => [k, d.count]))]));
+      const entry = (success: number, empty: number) => ({ compute_infer: success + empty, compute_output: success, success, fail: 0, empty_response: empty, cancel: 0 });
+      expect(counts).toEqual({ '0': entry(2, 0), '1': entry(2, 0), '2': entry(1, 1), '3': entry(0, 1) });
+      for (const r of Object.values(rs)) for (const d of Object.values(r)) expect(Number.isInteger(d.ns)).toBe(true);
+      // A success lasts its infer and output time (indexes 0 and 1 had no empty response).
+      for (const i of ['0', '1']) expect(rs[i].success.ns).toBe(rs[i].compute_infer.ns + rs[i].compute_output.ns);
+      expect(rs['0'].success.ns).toBeGreaterThan(0);
+      expect(rs['3'].success.ns).toBe(0);
+      const grpcStats = await call(client, 'ModelStatistics', { name: 'decoupled_repeat' });
+      const grpcCounts = grpcStats.model_stats[0].response_stats;
+      expect(Object.keys(grpcCounts).sort()).toEqual(['0', '1', '2', '3']);
+      expect(Number(grpcCounts['2'].empty_response.count)).toBe(1);
+      expect(Number(grpcCounts['2'].success.ns)).toBe(rs['2'].success.ns);
+    } finally {
+      client.close();
       await server.close();
     }
   });

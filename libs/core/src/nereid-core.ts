@@ -25,6 +25,7 @@ import type {
 import type { LifecycleListener, ModelRepositoryManager, VersionEntry, VersionRuntime } from './model-manager';
 import { EnsembleDependencies } from './repository-api-dependencies';
 import { validateRequest } from './request-validation';
+import { ResponseTimeline } from './statistics';
 import { fileUnder } from './trace-paths';
 import type { CoreTrace } from './trace-record';
 import { Tracer } from './tracer';
@@ -410,6 +411,8 @@ class CoreSink implements ResponseSink {
   private succeeded = false;
   /** A response has been sent (the first-response time is recorded once). */
   private responded = false;
+  /** Decoupled models: when each response arrived and left, for the statistics' response_stats. */
+  private readonly timeline: ResponseTimeline | undefined;
   private stats: ExecutionStats | undefined;
 
   constructor(
@@ -418,7 +421,9 @@ class CoreSink implements ResponseSink {
     private readonly observer: ResponseObserver,
     /** The request's trace when it is sampled (see Tracer). */
     private trace: CoreTrace | undefined,
-  ) {}
+  ) {
+    if (rt.config.model_transaction_policy?.decoupled === true) this.timeline = new ResponseTimeline(rt.stats);
+  }
 
   /**
    * The core's part of a trace is done at the final response or error, and, for a model that
@@ -436,6 +441,7 @@ class CoreSink implements ResponseSink {
   send(response: InferenceResponse | undefined, final: boolean): void {
     if (this.done) return;
     const { rt, item } = this;
+    const arrived = this.timeline !== undefined ? now() : 0;
     let out = response;
     if (out) {
       try {
@@ -470,10 +476,12 @@ class CoreSink implements ResponseSink {
       this.observer.onResponse(out, final);
     } catch (e) {
       this.done = true;
+      this.timeline?.add(arrived, now(), 'fail');
       rt.stats.recordFailure(nanos(end - item.enqueuedAt!), 'OTHER');
       this.observer.onError(toInferenceError(e));
       return;
     }
+    if (this.timeline !== undefined && (out || final)) this.timeline.add(arrived, now(), out ? 'success' : 'empty');
     if (final) {
       rt.stats.recordSuccess(nanos(end - item.enqueuedAt!), batchSizeOf(rt, item.request));
       this.succeeded = true;
@@ -484,6 +492,7 @@ class CoreSink implements ResponseSink {
   executed(stats: ExecutionStats): void {
     if (this.stats !== undefined) return;
     this.stats = stats;
+    this.timeline?.start(stats.execStart + stats.inputNs / 1e6);
     if (this.trace !== undefined) {
       this.trace.computed(stats);
       if (this.done) {
@@ -506,6 +515,10 @@ class CoreSink implements ResponseSink {
     this.done = true;
     const reason = error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
     this.rt.stats.recordFailure(nanos(now() - this.item.enqueuedAt!), reason);
+    if (this.timeline !== undefined) {
+      const at = now();
+      this.timeline.add(at, at, reason === 'CANCELED' ? 'cancel' : 'fail');
+    }
     if (this.trace !== undefined) this.traceEnd(true);
     this.observer.onError(error);
   }

@@ -12,6 +12,18 @@ function add(d: StatDuration, ns: number, count = 1): void {
   d.ns += ns > 0 ? Math.round(ns) : 0;
 }
 
+export type ResponseKind = 'success' | 'empty' | 'fail' | 'cancel';
+
+/** Triton's InferResponseStatistics of one response index. */
+interface ResponseStat {
+  compute_infer: StatDuration;
+  compute_output: StatDuration;
+  success: StatDuration;
+  fail: StatDuration;
+  empty_response: StatDuration;
+  cancel: StatDuration;
+}
+
 interface BatchStat {
   compute_input: StatDuration;
   compute_infer: StatDuration;
@@ -37,6 +49,7 @@ export class ModelStatsRecorder implements ModelCounts {
   readonly computeOutput = zero();
   readonly failuresByReason = new Map<string, number>();
   private readonly batches = new Map<number, BatchStat>();
+  private readonly responses = new Map<number, ResponseStat>();
 
   constructor(
     readonly name: string,
@@ -66,6 +79,24 @@ export class ModelStatsRecorder implements ModelCounts {
     add(this.fail, requestNs);
     this.failuresByReason.set(reason, (this.failuresByReason.get(reason) ?? 0) + 1);
     this.observer?.failure(requestNs, reason);
+  }
+
+  /**
+   * Response `index` of a request of a decoupled model: `inferNs` producing it (since the previous
+   * response, or since the compute began), `outputNs` handing it on (shaping and encoding), as
+   * Triton's response statistics count them per kind.
+   */
+  recordResponse(index: number, inferNs: number, outputNs: number, kind: ResponseKind): void {
+    let r = this.responses.get(index);
+    if (!r) {
+      r = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
+      this.responses.set(index, r);
+    }
+    if (kind === 'cancel') return add(r.cancel, inferNs);
+    add(r.compute_infer, inferNs);
+    if (kind === 'empty') return add(r.empty_response, inferNs);
+    add(r.compute_output, outputNs);
+    add(kind === 'success' ? r.success : r.fail, Math.round(inferNs) + Math.round(outputNs));
   }
 
   /** A request's first response left `ns` after the request arrived. */
@@ -104,7 +135,11 @@ export class ModelStatsRecorder implements ModelCounts {
         cache_hit: zero(),
         cache_miss: zero(),
       },
-      response_stats: {},
+      response_stats: Object.fromEntries(
+        [...this.responses.entries()]
+          .sort((a, b) => a[0] - b[0])
+          .map(([i, r]) => [String(i), Object.fromEntries(Object.entries(r).map(([k, d]) => [k, { ...d }]))]),
+      ),
       batch_stats: [...this.batches.entries()]
         .sort((a, b) => a[0] - b[0])
         .map(([batch_size, s]) => ({
@@ -115,5 +150,38 @@ export class ModelStatsRecorder implements ModelCounts {
         })),
       memory_usage: [],
     };
+  }
+}
+
+/**
+ * When each response of one request of a decoupled model arrived and was handed on (ms, the
+ * server's performance.now()): recorded once the instance has said when its compute began, since
+ * the first response's infer time is counted from there.
+ */
+export class ResponseTimeline {
+  private readonly pending: { arrived: number; end: number; kind: ResponseKind }[] = [];
+  private computeStart: number | undefined;
+  private lastEnd = 0;
+  private index = 0;
+
+  constructor(private readonly stats: ModelStatsRecorder) {}
+
+  add(arrived: number, end: number, kind: ResponseKind): void {
+    if (this.computeStart === undefined) this.pending.push({ arrived, end, kind });
+    else this.record(arrived, end, kind);
+  }
+
+  /** The instance began computing at `ms`; the responses so far are recorded now. */
+  start(ms: number): void {
+    if (this.computeStart !== undefined) return;
+    this.computeStart = ms;
+    this.lastEnd = ms;
+    for (const r of this.pending.splice(0)) this.record(r.arrived, r.end, r.kind);
+  }
+
+  private record(arrived: number, end: number, kind: ResponseKind): void {
+    const inferNs = Math.max(0, arrived - this.lastEnd) * 1e6;
+    this.stats.recordResponse(this.index++, inferNs, Math.max(0, end - arrived) * 1e6, kind);
+    this.lastEnd = end;
   }
 }
