@@ -40,6 +40,7 @@ describe('logging extension at run time', () => {
   let client: Client;
   let dir = '';
   let logFile = '';
+  let repo = '';
 
   const setLog = (update: Record<string, unknown>) => postJson(`${server.http}/v2/logging`, update);
   const infer = (id?: string) => postJson(`${server.http}/v2/models/simple/infer`, simpleBody(id));
@@ -52,7 +53,7 @@ describe('logging extension at run time', () => {
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'nereid-logs-'));
     logFile = path.join(dir, 'server.log');
-    const repo = makeRepository({ simple: path.join(MODELS, 'simple') });
+    repo = makeRepository({ simple: path.join(MODELS, 'simple') });
     // A model whose load fails: an error line each time it is asked for.
     mkdirSync(path.join(repo, 'broken', '1'), { recursive: true });
     writeFileSync(path.join(repo, 'broken', 'config.pbtxt'), 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
@@ -97,6 +98,29 @@ describe('logging extension at run time', () => {
     await reload();
     await marker('after-loud');
     expect(loaded()).toBe(loadedBefore + 2);
+  });
+
+  it('log_warning switches its lines off and on', async () => {
+    const model = path.join(repo, 'simple', '1', 'model.onnx');
+    const good = readFileSync(model);
+    const line = /^W\d{4} .* nereid\] version 1 of 'simple' keeps serving: its reload failed$/;
+    const warned = () => linesOf(logFile).filter((l) => line.test(l)).length;
+    // A reload whose new model file is broken: the loaded version keeps serving, with a warning.
+    writeFileSync(model, 'not an onnx model');
+    try {
+      expect((await postJson(`${server.http}/v2/repository/models/simple/load`)).status).toBe(400);
+      await lineMatching(logFile, line);
+      const before = warned();
+      await setLog({ log_warning: false });
+      writeFileSync(model, 'still not an onnx model');
+      expect((await postJson(`${server.http}/v2/repository/models/simple/load`)).status).toBe(400);
+      await setLog({ log_warning: true });
+      await marker('after-warn');
+      expect(warned()).toBe(before);
+    } finally {
+      writeFileSync(model, good);
+    }
+    expect((await postJson(`${server.http}/v2/repository/models/simple/load`)).status).toBe(200);
   });
 
   it('log_verbose_level (set over gRPC) adds a line per request carrying its id', async () => {

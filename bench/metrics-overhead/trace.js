@@ -4,7 +4,8 @@
 // autocannon) against Nereid with tracing off (level OFF: one test per request) and with Triton-mode
 // tracing at TIMESTAMPS, rate 1000 (the issue's case: every 1000th request traced, files written
 // every 10 traces) and, for scale, rate 1 (every request traced), in one run, rounds alternating so
-// that the machine's background load falls on every case alike. Metrics stay at their defaults in
+// that the machine's background load falls on every case alike; a second tracing-off server is the
+// control (the difference between two identical servers is the noise floor). Metrics stay at their defaults in
 // every case. Prints req/s per case and each case's cost against 'off'; target at rate 1000: <= 5 %.
 // Usage: node bench/metrics-overhead/trace.js [seconds per round=3] [rounds=10]   (needs `npm run build` first)
 const autocannon = require('autocannon');
@@ -56,6 +57,8 @@ async function main() {
   fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
   const CASES = [
     { name: 'tracing off', args: [] },
+    // The same as the baseline in a second process: how far two identical servers differ on this machine.
+    { name: 'off (control)', args: [] },
     { name: 'trace rate=1000', args: traceArgs(traces, 'r1000.json', 1000), file: 'r1000.json' },
     { name: 'trace rate=1', args: traceArgs(traces, 'r1.json', 1), file: 'r1.json' },
   ];

@@ -80,7 +80,10 @@ export function applyTraceConfig(c: TraceConfig, value: string): void {
 }
 
 /** The trace extension as configured: Triton trace files, or OpenTelemetry export (its packages loaded only then). */
-export function tracerOf(c: TraceConfig, log: (level: 'error', message: string) => void): Tracer {
+export function tracerOf(c: TraceConfig, log: (level: 'error' | 'warn', message: string) => void): Tracer {
+  if (c.mode === 'triton' && !c.file && c.level.some((l) => l !== 'OFF')) {
+    log('warn', "tracing is on but no trace file is set (--trace-config triton,file=<path>): traces are not written");
+  }
   return new Tracer({
     startup: c,
     otel: c.mode === 'opentelemetry' ? new OtelTraceSink(c.otel) : undefined,
