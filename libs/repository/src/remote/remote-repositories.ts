@@ -34,6 +34,8 @@ interface Remote {
   staging: string;
   /** Not synced yet: the cache folder is emptied first (a mount directory may hold an older copy). */
   fresh: boolean;
+  /** Objects already warned about as not copied: each is named once, not at every poll. */
+  warned: Set<string>;
 }
 
 export interface RemoteRepositoriesOptions {
@@ -80,7 +82,7 @@ export class RemoteRepositories {
         localPath = path.join(owned, 'repository');
         staging = path.join(owned, 'staging');
       }
-      this.remotes.set(i, { store, cache: new CacheSync(store, localPath, staging), owned, staging, fresh: true });
+      this.remotes.set(i, { store, cache: new CacheSync(store, localPath, staging), owned, staging, fresh: true, warned: new Set() });
       return localPath;
     });
   }
@@ -129,7 +131,11 @@ export class RemoteRepositories {
     if (log && (report.downloaded > 0 || report.removed > 0)) {
       log('verbose', `model repository '${remote.store.url}': ${report.downloaded} file(s) fetched, ${report.removed} removed`);
     }
-    for (const s of report.skipped) log?.('warn', `model repository '${remote.store.url}': object ${s} is not copied`);
+    for (const s of report.skipped) {
+      if (remote.warned.has(s)) continue;
+      remote.warned.add(s);
+      log?.('warn', `model repository '${remote.store.url}': object ${s} is not copied`);
+    }
     return report;
   }
 

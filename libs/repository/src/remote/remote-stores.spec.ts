@@ -100,6 +100,19 @@ describe.each([
     expect(readdirSync(path.join(base, 'staging'))).toEqual([]);
   });
 
+  it('names an object it does not copy once, not at every sync', async () => {
+    await emu.put('warned/m/1/ok.txt', 'ok');
+    await emu.put('warned/m\\..\\x.txt', 'skipped');
+    const lines: string[] = [];
+    const repos = new RemoteRepositories([emu.repository('warned')], { env: emu.env, log: (level, m) => lines.push(`${level} ${m}`) });
+    await repos.prepare();
+    await repos.prepare();
+    await repos.close();
+    const warnings = lines.filter((l) => l.startsWith('warn '));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`model repository '${emu.repository('warned')}': object 'm`);
+  });
+
   it('serves local and cloud repositories side by side, in a mount directory when one is named', async () => {
     await emu.put('mounted/m/1/model.txt', 'mounted');
     const mount = mkdtempSync(path.join(tmpdir(), 'nereid-mount-'));
