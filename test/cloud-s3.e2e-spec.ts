@@ -1,6 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { RemoteRepositories } from '@nereid/repository';
 import { startS3Emulator, withEnv } from './helpers/cloud-emulators';
 import { describeCloudRepository } from './helpers/cloud-repository-suite';
 import { MODELS, postJson, startTestServer } from './helpers/server';
@@ -96,6 +97,32 @@ describe('S3 outage in poll mode', () => {
       await server?.close();
       restore();
       await own.stop();
+    }
+  });
+});
+
+describe('S3 credentials from the shared files', () => {
+  it('takes the credentials of the profile named by AWS_PROFILE from the shared credentials file', async () => {
+    const emu = emulator();
+    await emu.put('profiles/m/1/model.txt', 'from a profile');
+    const dir = mkdtempSync(path.join(tmpdir(), 'nereid-aws-'));
+    writeFileSync(path.join(dir, 'credentials'), '[default]\naws_access_key_id = AKIAUNKNOWNKEY\naws_secret_access_key = nope\n\n[nereid]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n');
+    writeFileSync(path.join(dir, 'config'), '[profile nereid]\nregion = us-east-1\n');
+    const restore = withEnv({
+      AWS_ACCESS_KEY_ID: undefined,
+      AWS_SECRET_ACCESS_KEY: undefined,
+      AWS_DEFAULT_REGION: undefined,
+      AWS_SHARED_CREDENTIALS_FILE: path.join(dir, 'credentials'),
+      AWS_CONFIG_FILE: path.join(dir, 'config'),
+      AWS_PROFILE: 'nereid',
+    });
+    const repos = new RemoteRepositories([emu.repository('profiles')]);
+    try {
+      const [local] = await repos.prepare();
+      expect(readFileSync(path.join(local, 'm', '1', 'model.txt'), 'utf8')).toBe('from a profile');
+    } finally {
+      await repos.close();
+      restore();
     }
   });
 });
