@@ -136,6 +136,27 @@ describe('logging extension at run time', () => {
     const bad = await postJson(`${server.http}/v2/models/simple/infer`, { id: 'verbose-bad', inputs: [] });
     expect(bad.status).toBe(400);
     await lineMatching(logFile, /\[request id: verbose-bad\] infer failed: /);
+    // gRPC requests too, unary and streamed.
+    const grpcRequest = (id: string) => ({
+      id,
+      model_name: 'simple',
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+      ],
+      raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
+    });
+    await call(client, 'ModelInfer', grpcRequest('verbose-grpc'));
+    await lineMatching(logFile, /\[request id: verbose-grpc\] GRPC infer request for model 'simple'$/);
+    const stream = client.ModelStreamInfer();
+    const ended = new Promise((resolve) => stream.on('end', resolve));
+    stream.on('data', () => undefined);
+    // One input of two: decoded, then refused by the model's config.
+    stream.write({ ...grpcRequest('verbose-stream'), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }], raw_input_contents: [Buffer.alloc(64)] });
+    stream.end();
+    await ended;
+    await lineMatching(logFile, /\[request id: verbose-stream\] GRPC infer request for model 'simple'$/);
+    await lineMatching(logFile, /\[request id: verbose-stream\] infer failed: /);
     await call(client, 'LogSettings', { settings: { log_verbose_level: { uint32_param: 0 } } });
     await infer('quiet-1');
     await marker('quiet-2');

@@ -177,7 +177,7 @@ export async function startGrpcServer(core: InferenceCore, options: GrpcServerOp
   const server = new Server({ ...channelOptionsOf(options), ...(interceptors.length > 0 ? { interceptors } : {}) });
   server.addService(services.inference, {
     ...metadataHandlers(core),
-    ...inferHandlers(core, options.sharedMemory),
+    ...inferHandlers(core, options.sharedMemory, options.requestLog),
     ...repositoryHandlers(core),
     ...settingsHandlers(core),
     ...sharedMemoryHandlers(options.sharedMemory),

@@ -6,7 +6,8 @@ import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } fro
 import { encodeInferResponse } from './infer-response';
 import { LazyAbort } from './lazy-abort';
 import { handleStreamInfer } from './stream-infer';
-import { grpcIngress, sendTraced } from './trace-ingress';
+import type { RequestLog } from '../access-log';
+import { grpcIngress, grpcLogArrival, sendTraced } from './trace-ingress';
 import type { WireModelInferRequest, WireModelInferResponse } from './wire-types';
 
 export const DECOUPLED_UNARY_MESSAGE = "ModelInfer RPC doesn't support models with decoupled transaction policy";
@@ -15,7 +16,11 @@ export const DECOUPLED_UNARY_MESSAGE = "ModelInfer RPC doesn't support models wi
  * Unary ModelInfer: decode, reject decoupled models (they need the stream), run through the core,
  * encode. A client cancel aborts the request's signal.
  */
-export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemory): handleUnaryCall<WireModelInferRequest, WireModelInferResponse> {
+export function modelInfer(
+  core: InferenceCore,
+  sharedMemory?: SystemSharedMemory,
+  log?: RequestLog,
+): handleUnaryCall<WireModelInferRequest, WireModelInferResponse> {
   return (
     call: ServerUnaryCall<WireModelInferRequest, WireModelInferResponse>,
     callback: sendUnaryData<WireModelInferResponse>,
@@ -24,10 +29,12 @@ export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemor
     call.once('cancelled', () => abort.abort());
     let promise;
     let decoded: DecodedInferRequest | undefined;
+    let id = '';
     try {
       decoded = decodeInferRequest(call.request, sharedMemory);
       const { request } = decoded;
       if (core.tracing) request.ingress = grpcIngress(call.metadata);
+      id = grpcLogArrival(log, request);
       abort.attach(request);
       if (core.isDecoupled(request.modelName, request.modelVersion)) {
         throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);
@@ -56,15 +63,16 @@ export function modelInfer(core: InferenceCore, sharedMemory?: SystemSharedMemor
       },
       (e: unknown) => {
         releaseSharedMemory(decoded);
+        if (log?.verbose) log.request('verbose', id, `infer failed: ${(e as Error).message}`);
         sendTraced(trace(), true, () => callback(toServiceError(e)));
       },
     );
   };
 }
 
-export function inferHandlers(core: InferenceCore, sharedMemory?: SystemSharedMemory): UntypedServiceImplementation {
+export function inferHandlers(core: InferenceCore, sharedMemory?: SystemSharedMemory, log?: RequestLog): UntypedServiceImplementation {
   return {
-    ModelInfer: modelInfer(core, sharedMemory),
-    ModelStreamInfer: handleStreamInfer(core, sharedMemory),
+    ModelInfer: modelInfer(core, sharedMemory, log),
+    ModelStreamInfer: handleStreamInfer(core, sharedMemory, log),
   };
 }

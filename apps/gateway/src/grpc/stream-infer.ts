@@ -4,7 +4,8 @@ import { toInferenceError, type InferenceError, type InferenceResponse } from '@
 import { toServiceError } from './grpc-status';
 import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
-import { grpcIngress } from './trace-ingress';
+import type { RequestLog } from '../access-log';
+import { grpcIngress, grpcLogArrival } from './trace-ingress';
 import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameters } from './wire-types';
 
 type Call = ServerDuplexStream<WireModelInferRequest, WireModelStreamInferResponse>;
@@ -44,6 +45,8 @@ class InferStream {
     private readonly core: InferenceCore,
     private readonly call: Call,
     private readonly sharedMemory: SystemSharedMemory | undefined,
+    /** Request ids on verbose log lines; none: no request lines. */
+    private readonly log?: RequestLog,
   ) {
     this.grpcErrors = wantsGrpcErrors(call);
   }
@@ -78,7 +81,7 @@ class InferStream {
     this.pending++;
     if (this.pending >= MAX_PENDING_PER_STREAM) this.hold();
     try {
-      this.core.infer(decoded.request, this.observer(msg, decoded));
+      this.core.infer(decoded.request, this.observer(msg, decoded, grpcLogArrival(this.log, decoded.request)));
     } catch (e) {
       this.pending--;
       this.releaseIfRoom();
@@ -88,7 +91,7 @@ class InferStream {
     }
   }
 
-  private observer(msg: WireModelInferRequest, decoded: DecodedInferRequest): ResponseObserver {
+  private observer(msg: WireModelInferRequest, decoded: DecodedInferRequest, id: string): ResponseObserver {
     let done = false;
     let lastVersion = msg.model_version;
     const complete = (): void => {
@@ -127,6 +130,7 @@ class InferStream {
       },
       onError: (error: InferenceError) => {
         if (done) return;
+        if (this.log?.verbose) this.log.request('verbose', id, `infer failed: ${error.message}`);
         // Failed during execution: id, model name and version as sent, and the final flag.
         this.sendError(error, {
           id: msg.id,
@@ -190,6 +194,7 @@ class InferStream {
 export function handleStreamInfer(
   core: InferenceCore,
   sharedMemory?: SystemSharedMemory,
+  log?: RequestLog,
 ): handleBidiStreamingCall<WireModelInferRequest, WireModelStreamInferResponse> {
-  return (call) => new InferStream(core, call, sharedMemory).start();
+  return (call) => new InferStream(core, call, sharedMemory, log).start();
 }

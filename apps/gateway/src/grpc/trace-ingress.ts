@@ -1,5 +1,6 @@
 import type { Metadata } from '@grpc/grpc-js';
-import type { RequestTrace, TraceIngress } from '@nereid/protocol';
+import type { InferenceRequest, RequestTrace, TraceIngress } from '@nereid/protocol';
+import type { RequestLog } from '../access-log';
 
 /**
  * Tracing on: what the gRPC front door tells the tracer. grpc-js hands a message over once it is
@@ -18,4 +19,12 @@ export function sendTraced(trace: RequestTrace | undefined, last: boolean, send:
   send();
   trace.mark('GRPC_SEND_END');
   if (last) trace.release();
+}
+
+/** The request's id for the log (the client's, else one assigned) and, when verbose, a line for its arrival. */
+export function grpcLogArrival(log: RequestLog | undefined, request: InferenceRequest): string {
+  if (log === undefined || !log.verbose) return request.id;
+  const id = request.id || log.assignId();
+  log.request('verbose', id, `GRPC infer request for model '${request.modelName}'`);
+  return id;
 }
