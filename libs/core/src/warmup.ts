@@ -11,11 +11,14 @@ import {
 } from '@nereid/protocol';
 import {
   allocateTensorData,
+  bytesView,
   elementCount,
   ELEMENT_SIZE,
   fromConfigType,
   tensorDataFromBytes,
+  viewAs,
   type DataType,
+  type NumericDataType,
   type Tensor,
   type TensorData,
 } from '@nereid/tensor';
@@ -201,7 +204,8 @@ function repeat(datatype: DataType, one: TensorData, times: number): TensorData 
     for (let t = 0; t < times; t++) out.push(...one);
     return out;
   }
-  const out = allocateTensorData(datatype, one.length * times) as Exclude<TensorData, Uint8Array[]>;
-  for (let t = 0; t < times; t++) (out as unknown as { set(a: ArrayLike<unknown>, o: number): void }).set(one, t * one.length);
-  return out;
+  const bytes = bytesView(one);
+  const out = new Uint8Array(bytes.byteLength * times);
+  for (let t = 0; t < times; t++) out.set(bytes, t * bytes.byteLength);
+  return viewAs(datatype as NumericDataType, out);
 }
