@@ -85,6 +85,35 @@ describe('DynamicBatchScheduler while every instance is busy', () => {
     expect(ids()).toEqual([['a'], ['b']]);
   });
 
+  it('a batch growing behind a pipelining instance counts each request by its rows: it goes ahead once they reach max_batch_size', () => {
+    const { log, s, ids } = slowModel({}, { max: 4, depth: 2 });
+    s.enqueue(log.item({ id: 'a' }));
+    s.enqueue(log.item({ id: 'b', inputs: { IN: [2, 4] } }));
+    s.enqueue(log.item({ id: 'c' }));
+    expect(ids()).toEqual([['a']]);
+    s.enqueue(log.item({ id: 'd' }));
+    expect(ids()).toEqual([['a'], ['b', 'c', 'd']]);
+  });
+
+  it('a request cancelled while its batch grows behind a pipelining instance is answered CANCELLED when the batch is next formed', async () => {
+    const { log, s, ids, run } = slowModel({}, { max: 4, depth: 2 });
+    const left = new AbortController();
+    s.enqueue(log.item({ id: 'a' }));
+    s.enqueue(log.item({ id: 'gone', signal: left.signal }));
+    s.enqueue(log.item({ id: 'b' }));
+    left.abort();
+    s.enqueue(log.item({ id: 'c' }));
+    expect(log.errors()).toEqual([]);
+    // Four rows queued: the batch is formed again, without the cancelled one, and is not full.
+    s.enqueue(log.item({ id: 'd' }));
+    expect(log.errors()).toEqual([{ id: 'gone', code: 'CANCELLED', message: '[request id: gone] Request was cancelled before it ran' }]);
+    expect(ids()).toEqual([['a']]);
+    s.enqueue(log.item({ id: 'e' }));
+    expect(ids()).toEqual([['a'], ['b', 'c', 'd', 'e']]);
+    await run(2000);
+    expect(log.finals()).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
   it('runs every request alone ahead on a pipelining instance when the model does not batch', () => {
     const { log, s, ids } = slowModel({}, { max: 0, depth: 2 });
     for (const id of ['a', 'b', 'c']) s.enqueue(log.item({ id, inputs: { IN: [4] } }));

@@ -17,7 +17,13 @@ export interface BatchModel {
 
 /** Requests that can share one session run: same inputs, datatypes and non-batch shapes. */
 export function groupCompatible(items: readonly ExecutionItem[], batching: boolean): ExecutionItem[][] {
-  if (!batching || items.length === 1) return items.map((i) => [i]);
+  if (!batching || items.length <= 1) return items.map((i) => [i]);
+  // Nearly always one group (the dynamic batcher forms compatible batches): checked against the
+  // first request before any key is built.
+  const first = items[0].request.inputs;
+  let i = 1;
+  while (i < items.length && sameInputs(first, items[i].request.inputs)) i++;
+  if (i === items.length) return [items as ExecutionItem[]];
   const groups = new Map<string, ExecutionItem[]>();
   for (const item of items) {
     const key = item.request.inputs
@@ -29,6 +35,23 @@ export function groupCompatible(items: readonly ExecutionItem[], batching: boole
     else groups.set(key, [item]);
   }
   return [...groups.values()];
+}
+
+/** Whether two requests have the same inputs: names, datatypes and dims after the batch dim. */
+function sameInputs(a: readonly Tensor[], b: readonly Tensor[]): boolean {
+  if (a.length !== b.length) return false;
+  for (const x of a) {
+    let y: Tensor | undefined;
+    for (const t of b) {
+      if (t.name === x.name) {
+        y = t;
+        break;
+      }
+    }
+    if (y === undefined || y.datatype !== x.datatype || y.shape.length !== x.shape.length) return false;
+    for (let d = 1; d < x.shape.length; d++) if (y.shape[d] !== x.shape[d]) return false;
+  }
+  return true;
 }
 
 /** Each request's batch size (its first input's first dim); 1 for requests of non-batching models. */
