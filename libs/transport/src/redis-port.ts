@@ -92,6 +92,8 @@ export class RedisPort implements MessagePort {
   private readonly topicHandlers = new Map<string, Set<(m: TransportMessage) => void>>();
   private sub?: Redis;
   private closed = false;
+  /** When this port last renewed each mailbox's expiry (Date.now()). */
+  private readonly expiresRenewed = new Map<string, number>();
 
   private constructor(
     private readonly options: RedisPortOptions,
@@ -104,6 +106,7 @@ export class RedisPort implements MessagePort {
 
   /** Connects; fails UNAVAILABLE when Redis cannot be reached now. */
   static async connect(options: RedisPortOptions): Promise<RedisPort> {
+    // No enableAutoPipelining: measured on the busy 2-core test machine it cut XADD/s by 4x.
     const cmd = new Redis(options.url, connectionOptions());
     const port = new RedisPort(options, cmd);
     cmd.on('error', (e) => port.onError(e));
@@ -148,9 +151,17 @@ export class RedisPort implements MessagePort {
     const key = this.key('m', mailbox);
     const data = encodeMessage(message);
     try {
-      const sent = this.cmd.pipeline().xadd(key, '*', 'm', data).pexpire(key, this.options.mailboxTtlMs ?? 60_000).exec();
-      const results = await this.timed(data.length, sent);
-      for (const [err] of results ?? []) if (err) throw err;
+      const ttl = this.options.mailboxTtlMs ?? 60_000;
+      const now = Date.now();
+      // The expiry is renewed once per tenth of the TTL, not on every send (one command less per response).
+      if ((this.expiresRenewed.get(key) ?? 0) + ttl / 10 <= now) {
+        const results = await this.timed(data.length, this.cmd.pipeline().xadd(key, '*', 'm', data).pexpire(key, ttl).exec());
+        for (const [err] of results ?? []) if (err) throw err;
+        if (this.expiresRenewed.size > 10_000) this.expiresRenewed.clear();
+        this.expiresRenewed.set(key, now);
+      } else {
+        await this.timed(data.length, this.cmd.xadd(key, '*', 'm', data));
+      }
     } catch (e) {
       throw redisError(e);
     }
