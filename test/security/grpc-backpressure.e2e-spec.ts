@@ -54,7 +54,7 @@ describe('gRPC streaming back-pressure (issue 16, attack 1)', () => {
     const t0 = Date.now();
     const answer = await call(client, 'ModelInfer', request);
     expect(answer.outputs).toHaveLength(2);
-    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(Date.now() - t0).toBeLessThan(3000);
     // Whatever the server took in has run by now.
     await new Promise((r) => setTimeout(r, 1000));
     const ran = (await successCount(client)) - before;

@@ -95,17 +95,20 @@ describe('HTTP pipelining (issue 16, attack 1)', () => {
     // Meanwhile a well-behaved client is answered.
     const t0 = Date.now();
     const live = await fetch(`${server.http}/v2/health/live`);
-    expect(live.status).toBe(200);
     const infer = await fetch(`${server.http}/v2/models/simple/infer`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
-    expect(infer.status).toBe(200);
-    expect(Date.now() - t0).toBeLessThan(1000);
+    const meanwhileMs = Date.now() - t0;
     const served = (await successCount(server)) - before;
     flooder.destroy();
-    // What the flooder got in is bounded by the socket buffers, not by its write rate.
+    // What the flooder got in is bounded by the socket buffers and the bound, not by its write rate.
     expect(written).toBeLessThan(16 * 1024 * 1024);
-    expect(served).toBeLessThan(10_000);
+    // With the bound the answers that fit the socket buffers (about 850 here); without it the server ran
+    // every request it read (2,864 in the same 2 s, and node grew with the queue).
+    expect(served).toBeLessThan(1500);
+    expect([live.status, infer.status]).toEqual([200, 200]);
+    // Generous for a busy machine: without the bound this took 8.6-9 s here.
+    expect(meanwhileMs).toBeLessThan(5000);
     const t1 = Date.now();
     expect((await fetch(`${server.http}/v2/health/live`)).status).toBe(200);
-    expect(Date.now() - t1).toBeLessThan(500);
+    expect(Date.now() - t1).toBeLessThan(5000);
   });
 });
