@@ -117,10 +117,23 @@ async function measure(label, gatewayPort, workerPort) {
   const red = await measure('redis-streams', gw, wk);
   await gw.close();
   await wk.close();
+  const Redis = require('ioredis');
+  const bare = new Redis(redis.url);
+  const payload = Buffer.alloc(300, 7);
+  let xadds = 0;
+  const xaddEnd = performance.now() + 2000;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < xaddEnd) {
+      await bare.xadd('bare', '*', 'm', payload);
+      xadds++;
+    }
+  }));
+  bare.disconnect();
   redis.child.kill();
   for (const r of [mem, red]) {
     console.log(`${r.label.padEnd(14)} ${r.rps.toFixed(0).padStart(8)} round trips/s  p50 ${r.p50.toFixed(3)} ms  p99 ${r.p99.toFixed(3)} ms`);
   }
+  console.log(`bare ioredis XADD (300 B, ${concurrency} in flight, 2 s): ${(xadds / 2).toFixed(0)}/s; a round trip above is 5-6 Redis commands`);
   console.log(`ratio redis/in-memory: throughput ${(red.rps / mem.rps).toFixed(3)}x, p50 +${(red.p50 - mem.p50).toFixed(3)} ms (concurrency ${concurrency}, ${seconds} s each)`);
 })().catch((e) => {
   console.error(e);
