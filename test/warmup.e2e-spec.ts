@@ -40,6 +40,33 @@ describe('model warmup', () => {
       `${counter}\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n` +
         'model_warmup [ { name: "three" batch_size: 1 count: 3 inputs { key: "IN" value: { data_type: TYPE_INT64 dims: [ 1 ] zero_data: true } } } ]\n',
     );
+    // A passive instance (it takes no requests) runs the samples too: here it fails them.
+    mkdirSync(path.join(repo, 'standby_fails', '1'), { recursive: true });
+    writeFileSync(
+      path.join(repo, 'standby_fails', 'config.pbtxt'),
+      [
+        'backend: "python"',
+        'max_batch_size: 0',
+        'input [ { name: "IN" data_type: TYPE_INT64 dims: [ 1 ] } ]',
+        'output [ { name: "OUT" data_type: TYPE_INT64 dims: [ 1 ] } ]',
+        'instance_group [ { name: "active" count: 1 kind: KIND_CPU }, { name: "standby" count: 1 kind: KIND_CPU passive: true } ]',
+        'model_warmup [ { name: "w" batch_size: 1 inputs { key: "IN" value: { data_type: TYPE_INT64 dims: [ 1 ] zero_data: true } } } ]',
+      ].join('\n'),
+    );
+    writeFileSync(
+      path.join(repo, 'standby_fails', '1', 'model.py'),
+      [
+        'import triton_python_backend_utils as pb_utils',
+        'class TritonPythonModel:',
+        '    def initialize(self, args):',
+        '        self.name = args["model_instance_name"]',
+        '    def execute(self, requests):',
+        '        if self.name.startswith("standby"):',
+        '            raise RuntimeError("warmed on " + self.name)',
+        '        return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "IN")]) for r in requests]',
+        '',
+      ].join('\n'),
+    );
     mkdirSync(path.join(repo, 'execute_raises', 'warmup'));
     writeFileSync(path.join(repo, 'execute_raises', 'warmup', 'negative.bin'), floats(-1));
     server = await startTestServer({
@@ -95,6 +122,12 @@ describe('model warmup', () => {
       }
     }
     expect([...firstByPid.values()]).toEqual([4, 4]);
+  });
+
+  it('passive instances run the samples too', async () => {
+    const r = await postJson(`${server.http}/v2/repository/models/standby_fails/load`);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatch(/^failed to load 'standby_fails', version 1: failed to run warmup sample 'w': .*warmed on standby_0/);
   });
 
   it('a reload whose warmup fails keeps the old version serving and says why', async () => {

@@ -1,7 +1,7 @@
 import type { AutoCompleteContext, BackendRegistry, CustomMetricsPort, InstanceSpec, ModelInstance, ReportExecution } from '@nereid/backends';
 import type { ModelConfig, ModelInstanceGroup } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
-import type { ModelKey, WorkerCapacity, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
+import type { ExecuteOptions, ModelKey, WorkerCapacity, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
 
 export type WorkerLog = (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
 
@@ -79,12 +79,14 @@ export class WorkerHost implements WorkerChannel {
     }
     this.models.set(spec.key, { instances, config, activeCount: active.length });
     const depth = instances.slice(0, active.length).reduce((m, i) => Math.min(m, Math.max(1, i.concurrency ?? 1)), 64);
-    return { instances: active.length, depth };
+    return { instances: active.length, depth, loaded: instances.length };
   }
 
-  execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
+  execute(key: ModelKey, instance: number, items: ExecutionItem[], options?: ExecuteOptions): Promise<void> {
     const model = this.models.get(key);
-    const target = model && instance < model.activeCount ? model.instances[instance] : undefined;
+    // Passive instances take no requests; a warmup sample runs on them too.
+    const limit = (options?.warmup ? model?.instances.length : model?.activeCount) ?? 0;
+    const target = model && instance < limit ? model.instances[instance] : undefined;
     if (!model || !target) {
       const err = InferenceError.unavailable(`no instance ${instance} of '${key}' is loaded`);
       for (const item of items) item.sink.fail(err);

@@ -351,7 +351,7 @@ export class ModelRepositoryManager {
           ? { instances: 0, depth: 1 }
           : await this.worker.load({ key, config, modelDir, versionDir: await versionDir(modelDir, version), version });
       loaded = true;
-      await runWarmup(this.worker, key, config, samples, capacity.instances);
+      await runWarmup(this.worker, key, config, samples, capacity.loaded ?? capacity.instances);
       this.scheduler.open(key, config, capacity, modelDir);
       const runtime: VersionRuntime = {
         key,

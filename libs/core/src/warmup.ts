@@ -54,8 +54,8 @@ export async function buildWarmupSamples(config: ModelConfig, modelDir: string):
 }
 
 /**
- * Runs every sample on instances `0..instances-1` of the runtime `key` (in parallel across
- * instances, in order on each). Rejects with the first failure.
+ * Runs every sample on instances `0..instances-1` of the runtime `key`, passive ones included (in
+ * parallel across instances, in order on each). Rejects with the first failure.
  */
 export async function runWarmup(
   worker: WorkerChannel,
@@ -130,7 +130,7 @@ async function runOnce(worker: WorkerChannel, key: ModelKey, instance: number, r
   const item: ExecutionItem = { request, sink, enqueuedAt: performance.now() };
   // The execution resolves once the instance is free; a decoupled model may send its final flag
   // later, so both are waited for.
-  await Promise.all([worker.execute(key, instance, [item]), sink.done]);
+  await Promise.all([worker.execute(key, instance, [item], { warmup: true }), sink.done]);
 }
 
 async function sampleInputs(config: ModelConfig, sample: ModelWarmup, modelDir: string): Promise<Tensor[]> {

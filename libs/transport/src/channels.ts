@@ -33,6 +33,17 @@ export interface WorkerCapacity {
    * while it runs one takes more. The scheduler decides whether to use that (see SchedulerOptions).
    */
   depth: number;
+  /**
+   * Every loaded instance, passive ones included (they follow the active ones: instance
+   * `instances..loaded-1`). Warmup runs on each. Default: `instances`.
+   */
+  loaded?: number;
+}
+
+/** Options of one execution. */
+export interface ExecuteOptions {
+  /** A warmup sample: passive instances (which take no requests) may run it too. Default false. */
+  warmup?: boolean;
 }
 
 /** The scheduler's (and control plane's) view of the workers. */
@@ -41,7 +52,7 @@ export interface WorkerChannel {
   /** Loads every instance; resolves with what the scheduler may hand them. */
   load(spec: WorkerLoadSpec): Promise<WorkerCapacity>;
   /** Runs a batch on one instance; resolves when that instance is free again. */
-  execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void>;
+  execute(key: ModelKey, instance: number, items: ExecutionItem[], options?: ExecuteOptions): Promise<void>;
   unload(key: ModelKey): Promise<void>;
 }
 
