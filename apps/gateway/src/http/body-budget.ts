@@ -61,10 +61,14 @@ export class BodyBudget {
     this.line.push(waiter);
   }
 
-  /** Charges `bytes` more to `res` (admitted before) if they fit now; the 503 to answer when they do not. */
+  /**
+   * Charges `bytes` more to `res` (admitted before) if they fit now; the 503 to answer when they do
+   * not. Bodies waiting in line do not stop it: a body under way that finishes releases its room
+   * sooner than one refused halfway would.
+   */
   grow(res: ServerResponse, bytes: number): InferenceError | undefined {
     const charged = res as ChargedResponse;
-    if (charged[CHARGE] === undefined || (this.line.length === 0 && this.fits(bytes))) {
+    if (charged[CHARGE] === undefined || this.fits(bytes)) {
       if (charged[CHARGE]) this.take(charged, bytes);
       return undefined;
     }
