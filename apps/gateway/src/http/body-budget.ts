@@ -39,11 +39,14 @@ export class BodyBudget {
 
   /**
    * Charges the request's declared body to `res` and calls `go` once it fits (at once when it does),
-   * or `go` with a 503 after the wait. A request without a declared length goes at once.
+   * or `go` with a 503 after the wait. A request without a declared length goes at once (a chunked
+   * body is then charged as it arrives, see `grow`).
    */
   admit(req: IncomingMessage, res: ServerResponse, go: Go): void {
     const header = req.headers['content-length'];
     const declared = header === undefined ? 0 : Number(header);
+    // No body at all (most GETs): nothing to charge, nothing to release.
+    if (!(declared > 0) && req.headers['transfer-encoding'] === undefined) return go(req, res);
     const charged = res as ChargedResponse;
     charged[CHARGE] = { bytes: 0 };
     res.once('close', this.onClose);
