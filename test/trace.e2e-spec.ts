@@ -145,6 +145,8 @@ describe('trace extension: Triton trace files', () => {
     expect(parent.head).toMatchObject({ model_name: 'ensemble_flat', model_version: 1 });
     expect(child.head).toMatchObject({ model_name: 'slow_scale', model_version: 1, parent_id: parent.head.id });
     expectInOrder(parent, ['HTTP_RECV_END', 'REQUEST_START', 'QUEUE_START', 'REQUEST_END', 'HTTP_SEND_START', 'HTTP_SEND_END']);
+    // As in Triton, the ensemble computes nothing itself: its step's trace holds the compute.
+    expect(parent.names.some((n) => n.startsWith('COMPUTE_'))).toBe(false);
     expectInOrder(child, ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_END', 'REQUEST_END']);
     // The step runs inside the ensemble's request.
     const at = (t: { names: string[]; ns: number[] }, n: string) => t.ns[t.names.indexOf(n)];

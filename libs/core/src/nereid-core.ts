@@ -494,7 +494,8 @@ class CoreSink implements ResponseSink {
     this.stats = stats;
     this.timeline?.start(stats.execStart + stats.inputNs / 1e6);
     if (this.trace !== undefined) {
-      this.trace.computed(stats);
+      // An ensemble computes nothing itself (Triton's ensemble traces have no COMPUTE_*): its steps' traces hold their compute.
+      if (this.rt.config.platform !== 'ensemble') this.trace.computed(stats);
       if (this.done) {
         this.trace.release();
         this.trace = undefined;
