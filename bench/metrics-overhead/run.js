@@ -7,6 +7,11 @@
 // loaded, in one run, rounds alternating so that the machine's background load falls on every case
 // alike. The statistics extension is recorded in every case (it cannot be turned off, as in Triton).
 // Prints req/s per case and each case's cost against the baseline ('off'); target: cost <= 5 %.
+// Also the server's CPU time per request (utime + stime of its process over its load windows, from
+// /proc), and the metrics' own work per request measured alone: the observer calls a request makes
+// (histograms and summaries, through the built libs/metrics) timed in this process, as a share of
+// the 'off' server's CPU time per request. On a busy shared machine the noise between the two
+// identical servers can exceed the cost; the measured-alone share does not depend on that noise.
 // A second 'off' server (the control) shows how much two identical servers differ in the same run:
 // on a busy machine that noise can be larger than the cost measured.
 // Usage: node bench/metrics-overhead/run.js [seconds per round=3] [rounds=10]   (needs `npm run build` first)
@@ -15,6 +20,13 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, startNereid, fmt } = require('../lib/util');
+
+/** CPU time (user + system) the process has used so far, ms (Linux /proc). */
+function cpuMs(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
 
 const SECONDS = Number(process.argv[2] || 3);
 const ROUNDS = Number(process.argv[3] || 10);
@@ -70,6 +82,27 @@ function scraper(port) {
   };
 }
 
+/** ns of metrics work per request: the calls a successful request makes on its model's observer. */
+function observerNsPerRequest(config) {
+  const { NereidMetrics, parseMetricsConfig } = require(path.join(ROOT, 'dist/libs/metrics/src'));
+  const metrics = new NereidMetrics({ settings: parseMetricsConfig(config), cpu: false, intervalMs: 2000 });
+  const observer = metrics.observerFor('simple', 1);
+  const compute = { inputNs: 20e3, inferNs: 150e3, outputNs: 30e3 };
+  const N = 1e6;
+  const run = () => {
+    for (let i = 0; i < N; i++) {
+      observer.firstResponse(400e3 + (i % 100) * 1e3);
+      observer.success(400e3 + (i % 100) * 1e3, 1);
+      observer.execution(50e3 + (i % 50) * 1e3, compute);
+      observer.batch(1);
+    }
+  };
+  run(); // warm-up
+  const t = process.hrtime.bigint();
+  run();
+  return Number(process.hrtime.bigint() - t) / N;
+}
+
 async function main() {
   console.log(`bench/metrics-overhead: ${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds per case, ${os.cpus().length} cpus, node ${process.version}`);
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-'));
@@ -78,14 +111,16 @@ async function main() {
   try {
     for (const c of CASES) servers.push(await startNereid(repo, c.args));
     const body = simpleBody();
-    const totals = CASES.map(() => ({ requests: 0, seconds: 0, errors: 0, p99: [], scrapes: 0 }));
+    const totals = CASES.map(() => ({ requests: 0, seconds: 0, errors: 0, p99: [], scrapes: 0, cpu: 0 }));
     for (let i = 0; i < CASES.length; i++) await load(`http://127.0.0.1:${servers[i].http}/v2/models/simple/infer`, body, 2);
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate the order each round: no case always runs first (or last) in a round.
       for (let k = 0; k < CASES.length; k++) {
         const i = (k + round) % CASES.length;
         const stopScrape = CASES[i].scrape ? scraper(servers[i].metrics) : undefined;
+        const cpu0 = cpuMs(servers[i].child.pid);
         const r = await load(`http://127.0.0.1:${servers[i].http}/v2/models/simple/infer`, body, SECONDS);
+        totals[i].cpu += cpuMs(servers[i].child.pid) - cpu0;
         if (stopScrape) totals[i].scrapes += await stopScrape();
         totals[i].requests += r.requests.total;
         totals[i].seconds += r.duration;
@@ -94,11 +129,22 @@ async function main() {
       }
     }
     const rate = totals.map((t) => t.requests / t.seconds);
+    const cpuPerRequest = totals.map((t) => (t.cpu * 1000) / t.requests); // µs
     for (let i = 0; i < CASES.length; i++) {
       const t = totals[i];
       const cost = i === 0 ? '' : `   cost ${fmt((1 - rate[i] / rate[0]) * 100, 1)} % (ratio ${fmt(rate[i] / rate[0], 3)})`;
       const p99 = t.p99.sort((a, b) => a - b)[Math.floor(t.p99.length / 2)];
       console.log(`${CASES[i].name.padEnd(20)} ${fmt(rate[i]).padStart(7)} req/s   median p99 ${fmt(p99, 2)} ms   errors ${t.errors}   scrapes ${t.scrapes}${cost}`);
+    }
+    console.log('server CPU time per request:');
+    for (let i = 0; i < CASES.length; i++) {
+      const cost = i === 0 ? '' : `   cost ${fmt((cpuPerRequest[i] / cpuPerRequest[0] - 1) * 100, 1)} %`;
+      console.log(`${CASES[i].name.padEnd(20)} ${fmt(cpuPerRequest[i], 1).padStart(7)} µs${cost}`);
+    }
+    console.log("metrics work per request measured alone, as a share of the 'off' server's CPU time per request:");
+    for (const [name, config] of [['metrics+histograms', ['histogram_latencies=true']], ['+summaries', ['histogram_latencies=true', 'summary_latencies=true']]]) {
+      const ns = observerNsPerRequest(config);
+      console.log(`${name.padEnd(20)} ${fmt(ns, 0).padStart(7)} ns   ${fmt((ns / 1000 / cpuPerRequest[0]) * 100, 2)} %`);
     }
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
