@@ -110,6 +110,14 @@ const PROBES: Record<string, () => Promise<void>> = {
     expect(r.status).toBe(200);
     expect((r.body as { model_stats: unknown[] }).model_stats).toHaveLength(1);
   },
+  // One request traced: the model's trace_count of 1 is spent.
+  trace: async () => {
+    const on = await postJson(`${nereid.http}/v2/models/simple/trace/setting`, { trace_level: ['TIMESTAMPS'], trace_rate: '1', trace_count: '1' });
+    expect(on.status).toBe(200);
+    expect((await infer(simpleJson())).status).toBe(200);
+    expect(((await getJson(`${nereid.http}/v2/models/simple/trace/setting`)).body as { trace_count: string }).trace_count).toBe('0');
+    await postJson(`${nereid.http}/v2/models/simple/trace/setting`, { trace_level: null, trace_rate: null, trace_count: null });
+  },
   logging: async () => {
     const r = await getJson(`${nereid.http}/v2/logging`);
     expect(r.status).toBe(200);
@@ -151,7 +159,7 @@ describe('advertised extensions', () => {
     const http = (await getJson(`${nereid.http}/v2`)).body as { extensions: string[] };
     const grpcMeta = await call(client, 'ServerMetadata', {});
     expect(grpcMeta.extensions).toEqual(http.extensions);
-    for (const missing of ['trace', 'system_shared_memory', 'cuda_shared_memory']) {
+    for (const missing of ['system_shared_memory', 'cuda_shared_memory']) {
       expect(http.extensions).not.toContain(missing);
     }
     // Every listed extension has a probe below (a new one needs one), and every probe is listed.
