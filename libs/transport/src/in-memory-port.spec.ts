@@ -2,7 +2,7 @@ import { InMemoryBroker, InMemoryPort } from './in-memory-port';
 import { describePortConformance } from './port.conformance';
 
 const broker = new InMemoryBroker();
-describePortConformance('in-memory', () => ({ open: async () => new InMemoryPort(broker), claimIdleMs: 150 }));
+describePortConformance('in-memory', () => ({ open: async () => new InMemoryPort(broker), claimIdleMs: 500 }));
 
 describe('in-memory port', () => {
   it('passes messages by reference, tensors included (no copy, no encoding)', async () => {

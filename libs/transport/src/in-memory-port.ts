@@ -10,6 +10,9 @@ import { TransportErrors } from './transport-errors';
  * reference (no copy, no encoding). Handlers run in a microtask after the send, never inside it,
  * so a sender is never re-entered by its own message. Work-queue semantics are those of the Redis
  * adapter (see port.ts): per-queue order, at-least-once with redelivery after `claimIdleMs`.
+ * Being microtasks, deliveries run before any timer or I/O: a caller that loops on the port
+ * without ever waiting for I/O starves the event loop (bench/transport/run.js watches the clock
+ * rather than a timer for that reason). Front doors are driven by I/O, so they never loop so.
  */
 export class InMemoryBroker {
   private readonly queues = new Map<string, MemoryQueue>();
