@@ -94,3 +94,26 @@ describe('redis port: Redis trouble', () => {
     await sleep(1100);
   });
 });
+
+describe('redis port: TLS', () => {
+  it('connects with a rediss:// URL and the server CA, and refuses a server it cannot verify', async () => {
+    const own = await startRedis({ tls: true });
+    try {
+      expect(own.url).toMatch(/^rediss:\/\//);
+      const port = await RedisPort.connect({ url: own.url, tls: { ca: own.ca } });
+      const got: Delivery[] = [];
+      await port.consume('q', (d) => {
+        got.push(d);
+        void d.ack();
+      });
+      await port.enqueue('q', batch('over-tls'));
+      await until('the message over TLS', () => got.length === 1, 10_000);
+      await port.close();
+      // Without the CA the self-signed certificate is refused.
+      await expect(RedisPort.connect({ url: own.url })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+      await sleep(1100); // ioredis's connect timer of the refused connection
+    } finally {
+      await own.stop();
+    }
+  });
+});
