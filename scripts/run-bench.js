@@ -16,6 +16,7 @@ const BENCHES = [
   ['bench/sequence-batching/run.js'],
   ['bench/ensemble/run.js'],
   ['bench/reload/run.js', 'poll'],
+  ['bench/transport/run.js', '5', '64'], // needs redis-server on PATH
 ];
 
 function run(cmd, args) {

@@ -424,7 +424,11 @@ class StreamConsumer implements Subscription {
   }
 }
 
-/** The receiver of one mailbox stream: reads in order, deletes what it has read. */
+/**
+ * The receiver of one mailbox stream: reads in order, deletes what it has read. It starts from the
+ * stream's beginning, so what was sent before it started is delivered too (a gateway id is new
+ * for each gateway process, and the router drops responses it has no waiter for).
+ */
 class MailboxReader implements Subscription {
   private closed = false;
   private lastId = '0-0';
