@@ -200,10 +200,16 @@ describe('metrics settings', () => {
     }
   });
 
-  it('--allow-metrics=false serves no metrics port', async () => {
-    const server = await startTestServer({ modelRepositories: [makeRepository({ simple: 'models/simple' })], allowMetrics: false });
+  it('--allow-metrics=false serves no metrics port; python models using custom metrics still run', async () => {
+    const server = await startTestServer({ modelRepositories: [makeRepository({ metric_kinds: path.join(FIX, 'metric_kinds') })], allowMetrics: false });
     try {
       expect(server.metricsPort).toBe(-1);
+      for (const v of [2, 3]) {
+        const r = await postJson(`${server.http}/v2/models/metric_kinds/infer`, { inputs: [{ name: 'VALUE', datatype: 'FP32', shape: [1], data: [v] }] });
+        expect(r.status).toBe(200);
+        // value() reads what the model set, kept by its instance alone.
+        expect(r.body.outputs.slice(0, 2).map((o: { data: number[] }) => o.data[0])).toEqual([v - 1, v]);
+      }
     } finally {
       await server.close();
     }

@@ -17,6 +17,52 @@ interface MetricRequest {
 }
 
 /**
+ * Custom metrics kept by the instance alone when the server keeps none (`--allow-metrics=false`, a
+ * backend loaded without a server): models that use `pb_utils.MetricFamily` still run, `value()`
+ * still reads what was set, and nothing is exported (as Triton's python backend with metrics off).
+ */
+class LocalMetrics implements CustomMetricsPort {
+  private readonly kinds = new Map<string, CustomMetricKind>();
+  private readonly values = new Map<string, number>();
+
+  openFamily(_owner: object, name: string, _description: string, kind: CustomMetricKind): void {
+    const existing = this.kinds.get(name);
+    if (existing !== undefined && existing !== kind) throw new Error(`metric family '${name}' already exists with a different kind (TRITONSERVER_METRIC_KIND_${existing})`);
+    this.kinds.set(name, kind);
+  }
+
+  closeFamily(): void {}
+
+  openMetric(_owner: object, family: string, labels: Record<string, string>): void {
+    const key = LocalMetrics.key(family, labels);
+    if (!this.values.has(key)) this.values.set(key, 0);
+  }
+
+  closeMetric(): void {}
+
+  update(family: string, labels: Record<string, string>, op: CustomMetricOp, value: number): void {
+    const key = LocalMetrics.key(family, labels);
+    if (op === 'increment') this.values.set(key, (this.values.get(key) ?? 0) + value);
+    else if (op === 'set') this.values.set(key, value);
+  }
+
+  value(family: string, labels: Record<string, string>): number {
+    return this.values.get(LocalMetrics.key(family, labels)) ?? 0;
+  }
+
+  release(): void {
+    this.kinds.clear();
+    this.values.clear();
+  }
+
+  stubRestarted(): void {}
+
+  private static key(family: string, labels: Record<string, string>): string {
+    return `${family}\0${JSON.stringify(Object.keys(labels).sort().map((k) => [k, labels[k]]))}`;
+  }
+}
+
+/**
  * The server's side of a python model instance's custom metrics (libs/backends/python/_nereid_metrics.py):
  * METRIC_REQUEST frames applied to the server's metrics, METRIC_RESULT answers to the requests the
  * stub waits for (`{id}`, `{id, v}` or `{id, e: message}`). The instance owns what it created:
@@ -26,10 +72,11 @@ export class MetricBridge {
   /** This instance's current stub: a restarted stub holds its own families. */
   private owner: object = {};
 
-  constructor(
-    private readonly port: CustomMetricsPort | undefined,
-    private readonly send: Send,
-  ) {}
+  private readonly port: CustomMetricsPort;
+
+  constructor(port: CustomMetricsPort | undefined, private readonly send: Send) {
+    this.port = port ?? new LocalMetrics();
+  }
 
   onRequest(h: MetricRequest): void {
     let answer: Record<string, unknown> = {};
@@ -43,13 +90,12 @@ export class MetricBridge {
 
   /** Drops everything the current stub held; a restarted stub starts afresh. */
   release(): void {
-    this.port?.release(this.owner);
+    this.port.release(this.owner);
     this.owner = {};
   }
 
   private apply(h: MetricRequest): Record<string, unknown> {
     const port = this.port;
-    if (!port) throw new Error('metrics are disabled on this server (--allow-metrics=false)');
     const labels = h.l ?? {};
     switch (h.op) {
       case 'family_new':
