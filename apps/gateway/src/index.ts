@@ -6,3 +6,4 @@ export { startGrpcServer, type GrpcServerOptions, type GrpcServerHandle } from '
 export * from './api-groups';
 export { ApiGuard, checkRestrictions, parseRestriction, type Restriction } from './restrictions';
 export { parseTokensFile, TokenStore, type TokenVerdict } from './auth-tokens';
+export * from './distributed';

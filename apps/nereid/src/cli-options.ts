@@ -69,6 +69,10 @@ export interface ServeOptions {
   logDir?: string;
   /** `--access-log`: one log line per HTTP and gRPC request (method, model, status, duration, client, id). */
   accessLog: boolean;
+  /** `--role`: distributed mode's roles of this process (gateway, scheduler, worker); empty: embedded. */
+  roles: string[];
+  /** `--redis`: the Redis URL of distributed mode. */
+  redis?: string;
   /** `--trace-config` (and the deprecated `--trace-*` flags). */
   trace: TraceConfig;
   /** `--backend-config=<backend>,<k>=<v>`; global settings under the key ''. */
@@ -124,6 +128,7 @@ export function defaultServeOptions(): ServeOptions {
     logFormat: 'default',
     logFile: '',
     accessLog: false,
+    roles: [],
     trace: defaultTraceConfig(),
     backendConfig: {},
   };

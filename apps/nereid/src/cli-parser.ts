@@ -205,6 +205,19 @@ const FLAGS: Record<string, FlagSpec> = {
     },
     help: '<backend>,<setting>=<value> or <setting>=<value> (repeatable)',
   },
+  role: {
+    arg: true,
+    apply: (o, v, f) => {
+      for (const r of v.split(',').map((x) => x.trim())) {
+        if (r !== 'gateway' && r !== 'scheduler' && r !== 'worker') {
+          throw new UsageError(`Bad option: "--${f}".\nunknown role '${r}': expected gateway, scheduler or worker (comma-separated)`);
+        }
+        if (!o.roles.includes(r)) o.roles.push(r);
+      }
+    },
+    help: 'distributed mode: gateway | scheduler | worker, comma-separated (needs --redis; default: embedded)',
+  },
+  redis: { arg: true, apply: (o, v) => (o.redis = v), help: 'distributed mode: redis://[:password@]host:port[/db] or rediss://' },
   'python-executable': { arg: true, apply: (o, v) => (o.pythonExecutable = v), help: 'default interpreter for python models (default: python3)' },
   'http-thread-count': ignored('HTTP threads'),
   'grpc-infer-thread-count': ignored('gRPC threads'),
@@ -264,5 +277,7 @@ export function parseServeArgs(argv: readonly string[]): ServeOptions {
     throw new UsageError("Error: '--load-model=*' must be the only '--load-model' given.");
   }
   if (o.modelControlMode !== 'poll') o.repositoryPollSecs = 0;
+  if (o.roles.length > 0 && !o.redis) throw new UsageError("Error: '--role' requires '--redis=redis://host:port'.");
+  if (o.redis && o.roles.length === 0) throw new UsageError("Error: '--redis' is only used with '--role'.");
   return o;
 }

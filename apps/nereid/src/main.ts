@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { parseServeArgs, usage, UsageError } from './cli-parser';
-import { startNereid } from './serve';
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -29,7 +28,8 @@ async function main(argv: string[]): Promise<void> {
   }
   let server;
   try {
-    server = await startNereid(options);
+    // Loaded only when needed: a distributed role process (roles.ts) must not load what it does not run.
+    server = options.roles.length > 0 ? await (await import('./roles')).startRoles(options) : await (await import('./serve')).startNereid(options);
   } catch (e) {
     process.stderr.write(`error: creating server: ${(e as Error).message}\n`);
     process.exit(1);

@@ -1,10 +1,10 @@
-import { BackendRegistry, OnnxRuntimeBackend, PythonBackend } from '@nereid/backends';
+import type { BackendRegistry } from '@nereid/backends';
 import { ModelRepositoryManager, NereidCore, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
 import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
 import { RemoteRepositories } from '@nereid/repository';
 import { SchedulerHost } from '@nereid/scheduler';
-import { createInMemoryTransport } from '@nereid/transport';
+import { createInMemoryTransport, type SchedulerChannel, type WorkerChannel } from '@nereid/transport';
 import { WorkerHost } from '@nereid/worker';
 import { defaultServeOptions, type ServeOptions } from './cli-options';
 import { ServerLogger } from './logger';
@@ -37,12 +37,28 @@ export interface RunningNereid {
   core: InferenceCore;
   /** The schedulers of the loaded models (e.g. sequence slots in use). */
   scheduler: SchedulerHost;
+  /** The instances this process hosts (distributed mode's worker role runs batches on it). */
+  worker: WorkerHost;
+  manager: ModelRepositoryManager;
   /** Stops the front doors, drains in-flight requests, unloads every model. */
   close(): Promise<void>;
 }
 
+/**
+ * Distributed mode's hooks (apps/nereid/src/roles.ts); embedded mode passes none. `backends`
+ * replaces the shipped backends (a gateway loads neither onnxruntime nor python); `worker` and
+ * `scheduler` wrap or replace the in-process channels the model manager and the core use.
+ */
+export interface ServeWiring {
+  backends?: BackendRegistry;
+  worker?: (local: WorkerHost) => WorkerChannel;
+  scheduler?: (local: SchedulerHost) => SchedulerChannel;
+}
+
 /** The backends Nereid ships, configured from `--backend-config`. */
-export function defaultBackends(options: ServeOptions): BackendRegistry {
+export async function defaultBackends(options: ServeOptions): Promise<BackendRegistry> {
+  // Loaded here, not at the top: a gateway-only process (roles.ts) never loads onnxruntime.
+  const { BackendRegistry, OnnxRuntimeBackend, PythonBackend } = await import('@nereid/backends');
   const python = new PythonBackend({ pythonExecutable: options.pythonExecutable, backendConfig: options.backendConfig.python ?? {} });
   // Where python3 is a version manager's shim, finding the real interpreter takes a while: it is
   // asked now, in parallel with the rest of the start-up.
@@ -54,7 +70,7 @@ export function defaultBackends(options: ServeOptions): BackendRegistry {
  * Embedded mode: gateway, scheduler and worker in one process, wired through the in-memory
  * transport. Resolves once the front doors listen and the start-up models are loaded.
  */
-export async function startNereid(partial: Partial<ServeOptions> & { modelRepositories: string[] }): Promise<RunningNereid> {
+export async function startNereid(partial: Partial<ServeOptions> & { modelRepositories: string[] }, wiring: ServeWiring = {}): Promise<RunningNereid> {
   const options: ServeOptions = { ...defaultServeOptions(), ...partial };
   const logSettings: LogSettings = {
     log_file: options.logFile,
@@ -72,7 +88,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     log: logger.log,
     reuseMs: options.modelControlMode === 'poll' ? Math.min(1000, options.repositoryPollSecs * 500) : 0,
   });
-  const backends = defaultBackends(options);
+  const backends = wiring.backends ?? (await defaultBackends(options));
   // Prometheus families (prom-client), python custom metrics; none with --allow-metrics=false.
   const metrics = metricsOf(options);
   const defaultMaxBatchSize = Number(options.backendConfig['']?.['default-max-batch-size'] ?? 4);
@@ -105,7 +121,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     modelConfig: (name, version) => core.servedConfig(name, version),
     onBatch: (report) => core.onBatch(report),
   });
-  const transport = createInMemoryTransport(scheduler, worker);
+  const transport = createInMemoryTransport(wiring.scheduler?.(scheduler) ?? scheduler, wiring.worker?.(worker) ?? worker);
   const manager = new ModelRepositoryManager(
     {
       repositories: repositories.localPaths(),
@@ -216,7 +232,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       closers.push(async () => poller.stop());
     }
     core.setReady(true);
-    return { httpPort, grpcPort, metricsPort, core, scheduler, close };
+    return { httpPort, grpcPort, metricsPort, core, scheduler, worker, manager, close };
   } catch (e) {
     await close();
     throw e;

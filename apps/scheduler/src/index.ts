@@ -1,1 +1,2 @@
 export * from './scheduler-host';
+export * from './scheduler-agent';

@@ -1,1 +1,4 @@
 export * from './worker-host';
+export * from './wire-requests';
+export * from './cluster-models';
+export * from './worker-agent';

@@ -1,0 +1,2 @@
+export * from './remote-channels';
+export * from './cluster-backends';

@@ -1,0 +1,162 @@
+import type { AutoCompleteContext } from '@nereid/backends';
+import type { ModelConfig } from '@nereid/model-config';
+import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest, type InferenceResponse, type ResponseSink } from '@nereid/protocol';
+import { Names, type Delivery, type ExecuteBatchMessage, type MessagePort, type ModelKey, type Subscription, type TransportMessage, type WireRequest, type WorkerCapacity, type WorkerChannel } from '@nereid/transport';
+import {
+  requestFromWire, requestToWire, schedulerMailboxOf, workQueueOf, requestQueueOf,
+  type ClusterModelEntry, type ClusterModels,
+} from '@nereid/worker';
+import { SchedulerHost } from './scheduler-host';
+
+/** A request held by this scheduler: where its answer goes, and the queue message to ack once it ran. */
+class QueuedSink implements ResponseSink {
+  constructor(
+    readonly wire: WireRequest,
+    readonly delivery: Delivery,
+    private readonly port: MessagePort,
+  ) {}
+
+  send(_response: InferenceResponse | undefined, _final: boolean): void {
+    // The worker answers the gateway itself; a scheduler never holds a response.
+  }
+
+  /** Rejected or timed out in the queue, or the batch could not be handed over: the gateway is told. */
+  fail(error: InferenceError): void {
+    const { requestId, replyTo } = this.wire;
+    void this.port
+      .send(Names.gatewayMailbox(replyTo), { kind: 'response', requestId, final: true, error: { code: error.code, message: error.message } })
+      .catch(() => undefined)
+      .finally(() => void this.delivery.ack().catch(() => undefined));
+  }
+}
+
+/**
+ * The scheduler role (distributed mode): for each model version the cluster serves, consumes its
+ * request queue, forms batches with the model's own scheduler (SchedulerHost: dynamic batching,
+ * priorities, queue policies) and hands each batch to one instance of a worker as an
+ * execute-batch message. The batch's requests are acked on the request queue once the worker
+ * reports it done (batch-done), so a scheduler that dies before leaves them to another one.
+ *
+ * Instances: every worker serving the version when the scheduler opens it, in order
+ * (instance i of the model = one instance of one worker). Workers that come later are not used
+ * until the version is opened again (not done yet).
+ */
+export class SchedulerAgent {
+  private readonly host: SchedulerHost;
+  private readonly opened = new Map<string, { key: ModelKey; subscription: Subscription }>();
+  private readonly targets = new Map<ModelKey, Array<{ workerId: string; instance: number }>>();
+  private readonly running = new Map<string, { resolve: () => void; items: ExecutionItem[] }>();
+  private mailbox?: Subscription;
+  private timer?: NodeJS.Timeout;
+  private batches = 0;
+  /** The queued request of each request object (the scheduler may wrap an item's sink). */
+  private readonly queued = new WeakMap<InferenceRequest, QueuedSink>();
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly cluster: ClusterModels,
+    readonly schedulerId: string,
+    private readonly log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void,
+  ) {
+    const dispatch: WorkerChannel = {
+      autoComplete: (_b: string, ctx: AutoCompleteContext) => Promise.resolve(ctx.config),
+      load: () => Promise.reject(InferenceError.internal('a scheduler loads no model')),
+      unload: () => Promise.resolve(),
+      execute: (key, instance, items) => this.execute(key, instance, items),
+    };
+    this.host = new SchedulerHost(dispatch);
+  }
+
+  async start(): Promise<void> {
+    this.mailbox = await this.port.receive(schedulerMailboxOf(this.schedulerId), (m) => this.onMessage(m));
+    await this.refresh();
+    this.timer = setInterval(() => void this.refresh().catch((e: unknown) => this.log('warn', `scheduler: ${(e as Error).message}`)), 500);
+  }
+
+  /** Opens a scheduler for each model version the cluster serves that has none here yet. */
+  private async refresh(): Promise<void> {
+    const byVersion = new Map<string, ClusterModelEntry[]>();
+    for (const e of await this.cluster.list()) {
+      const id = `${e.name}/${e.version}`;
+      byVersion.set(id, [...(byVersion.get(id) ?? []), e]);
+    }
+    for (const [id, entries] of byVersion) {
+      if (this.opened.has(id)) continue;
+      entries.sort((a, b) => a.workerId.localeCompare(b.workerId));
+      const key = id;
+      const targets = entries.flatMap((e) => Array.from({ length: e.instances }, (_, instance) => ({ workerId: e.workerId, instance })));
+      this.targets.set(key, targets);
+      const config: ModelConfig = entries[0].config;
+      const capacity: WorkerCapacity = { instances: targets.length, depth: Math.min(...entries.map((e) => e.depth)) };
+      this.host.open(key, config, capacity);
+      const [name, version] = [entries[0].name, entries[0].version];
+      const subscription = await this.port.consume(requestQueueOf(name, version), (d) => this.onRequest(key, d), {
+        consumer: this.schedulerId,
+        prefetch: 4096,
+      });
+      this.opened.set(id, { key, subscription });
+      this.log('info', `scheduler ${this.schedulerId}: batching '${name}' version ${version} for ${targets.length} instance(s)`);
+    }
+  }
+
+  private onRequest(key: ModelKey, delivery: Delivery): void {
+    const m = delivery.message;
+    if (m.kind !== 'execute-batch' || m.requests.length !== 1) {
+      void delivery.ack();
+      return;
+    }
+    const wire = m.requests[0];
+    const sink = new QueuedSink(wire, delivery, this.port);
+    const item: ExecutionItem = { request: requestFromWire(wire), sink, enqueuedAt: performance.now() };
+    this.queued.set(item.request, sink);
+    this.host.enqueue(key, item);
+  }
+
+  private execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
+    const target = this.targets.get(key)?.[instance];
+    if (!target) {
+      for (const i of items) i.sink.fail(InferenceError.unavailable(`no instance ${instance} of '${key}' in the cluster`));
+      return Promise.resolve();
+    }
+    const batchId = `${this.schedulerId}:${++this.batches}`;
+    const [name, version] = key.split('/');
+    const message: ExecuteBatchMessage = {
+      kind: 'execute-batch',
+      batchId,
+      key,
+      instance: target.instance,
+      slot: 0,
+      requests: items.map((i) => {
+        const wire = this.queued.get(i.request)?.wire;
+        // What the scheduler changed (a sequence's padding row, control inputs) travels; ids stay.
+        return requestToWire(i.request, wire?.requestId ?? '', wire?.replyTo ?? '');
+      }),
+    };
+    return new Promise<void>((resolve) => {
+      this.running.set(batchId, { resolve, items });
+      this.port.enqueue(workQueueOf(target.workerId, name, Number(version)), message).catch((e: unknown) => {
+        this.running.delete(batchId);
+        for (const i of items) i.sink.fail(toInferenceError(e));
+        resolve();
+      });
+    });
+  }
+
+  private onMessage(m: TransportMessage): void {
+    if (m.kind !== 'batch-done') return;
+    const batch = this.running.get(m.batchId);
+    if (!batch) return;
+    this.running.delete(m.batchId);
+    for (const i of batch.items) {
+      void this.queued.get(i.request)?.delivery.ack().catch(() => undefined);
+    }
+    batch.resolve();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.allSettled([...this.opened.values()].map((o) => o.subscription.close()));
+    await this.mailbox?.close();
+    await this.host.closeAll();
+  }
+}

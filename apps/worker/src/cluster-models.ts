@@ -1,0 +1,30 @@
+import type { ModelConfig } from '@nereid/model-config';
+
+/**
+ * One model version a worker serves, as the cluster knows it (distributed mode): the config the
+ * worker loaded (auto-completed), and its instances. Gateways answer readiness, metadata and
+ * config from it; schedulers batch for its instances.
+ */
+export interface ClusterModelEntry {
+  name: string;
+  version: number;
+  workerId: string;
+  config: ModelConfig;
+  instances: number;
+  depth: number;
+}
+
+/** Where the roles share which worker serves what (a Redis hash in distributed mode). */
+export interface ClusterModels {
+  publish(entry: ClusterModelEntry): Promise<void>;
+  withdraw(name: string, version: number, workerId: string): Promise<void>;
+  /** Every version served, by any worker. */
+  list(): Promise<ClusterModelEntry[]>;
+}
+
+/** The work queue of one worker for one model version. */
+export const workQueueOf = (workerId: string, name: string, version: number): string => `work:${workerId}:${name}/${version}`;
+/** The queue of requests for one model version, consumed by the scheduler that batches them. */
+export const requestQueueOf = (name: string, version: number): string => `requests:${name}/${version}`;
+/** A scheduler's mailbox (batch-done messages). */
+export const schedulerMailboxOf = (schedulerId: string): string => `scheduler:${schedulerId}`;

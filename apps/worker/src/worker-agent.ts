@@ -1,0 +1,108 @@
+import type { ExecutionItem, ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
+import {
+  Names, type CancelRegistry, type Delivery, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
+} from '@nereid/transport';
+import { schedulerMailboxOf, workQueueOf, type ClusterModels } from './cluster-models';
+import { requestFromWire, responseToWire, statsToWire } from './wire-requests';
+import type { WorkerHost } from './worker-host';
+
+/** A served model version: the local runtime that runs its batches. */
+export interface AgentModel {
+  name: string;
+  version: number;
+  /** The local WorkerHost's key of the version. */
+  localKey: string;
+  config: import('@nereid/model-config').ModelConfig;
+  instances: number;
+  depth: number;
+}
+
+/** One request of a batch on this worker: its responses go to the gateway holding its client. */
+class WireSink implements ResponseSink {
+  private stats?: ExecutionStats;
+  private sentStats = false;
+
+  constructor(
+    private readonly wire: WireRequest,
+    private readonly port: MessagePort,
+    private readonly cancels: CancelRegistry,
+  ) {}
+
+  private post(message: ResponseMessage): void {
+    if (this.stats !== undefined && !this.sentStats) {
+      message.stats = statsToWire(this.stats);
+      this.sentStats = true;
+    }
+    if (message.final) this.cancels.release(this.wire.requestId);
+    void this.port.send(Names.gatewayMailbox(this.wire.replyTo), message).catch(() => undefined);
+  }
+
+  send(response: InferenceResponse | undefined, final: boolean): void {
+    if (this.wire.flags.padding || !this.wire.replyTo) return;
+    this.post({ kind: 'response', requestId: this.wire.requestId, final, response: response && responseToWire(response) });
+  }
+
+  fail(error: InferenceError): void {
+    if (this.wire.flags.padding || !this.wire.replyTo) return;
+    this.post({ kind: 'response', requestId: this.wire.requestId, final: true, error: { code: error.code, message: error.message } });
+  }
+
+  executed(stats: ExecutionStats): void {
+    this.stats ??= stats;
+  }
+}
+
+/**
+ * The worker role (distributed mode): publishes each model version it serves to the cluster,
+ * consumes its work queues (execute-batch from the schedulers), runs each batch on the local
+ * WorkerHost, answers each request to its gateway's mailbox and tells the scheduler the batch is
+ * done. Cancels from any gateway reach the running requests through `cancels`.
+ */
+export class WorkerAgent {
+  private readonly subscriptions: Subscription[] = [];
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly cluster: ClusterModels,
+    private readonly host: WorkerHost,
+    private readonly cancels: CancelRegistry,
+    readonly workerId: string,
+  ) {}
+
+  async serve(model: AgentModel): Promise<void> {
+    const queue = workQueueOf(this.workerId, model.name, model.version);
+    this.subscriptions.push(
+      await this.port.consume(queue, (d) => this.run(model, d), { consumer: this.workerId, prefetch: Math.max(4, model.instances * model.depth * 2) }),
+    );
+    await this.cluster.publish({
+      name: model.name, version: model.version, workerId: this.workerId, config: model.config, instances: model.instances, depth: model.depth,
+    });
+  }
+
+  private run(model: AgentModel, delivery: Delivery): void {
+    const m = delivery.message;
+    if (m.kind !== 'execute-batch') {
+      void delivery.ack();
+      return;
+    }
+    const items: ExecutionItem[] = m.requests.map((wire) => ({
+      request: requestFromWire(wire, wire.requestId ? this.cancels.track(wire.requestId) : undefined),
+      sink: new WireSink(wire, this.port, this.cancels),
+      enqueuedAt: performance.now(),
+    }));
+    const scheduler = m.batchId.slice(0, m.batchId.lastIndexOf(':'));
+    void this.host.execute(model.localKey, m.instance, items).finally(() => {
+      void this.port
+        .send(schedulerMailboxOf(scheduler), {
+          kind: 'batch-done', batchId: m.batchId, key: m.key, workerId: this.workerId,
+          batchSize: items.length, requestCount: items.length, compute: { inputNs: 0, inferNs: 0, outputNs: 0 },
+        })
+        .catch(() => undefined);
+      void delivery.ack().catch(() => undefined);
+    });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.subscriptions.map((s) => this.cluster && s.close()));
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Distributed mode (issue 13): real processes of the built CLI (`npm run build` first) over a
+ * private redis-server: two gateways, one scheduler, one worker. Infers `simple` over HTTP and gRPC
+ * through both gateways, checks that the scheduler batches requests of both gateways together
+ * (the worker's batch statistics), and that a gateway-only process loaded neither onnxruntime nor
+ * python.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { freePort, MAIN } from './helpers/built-server';
+import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { startRedis, type RedisServer } from './helpers/redis-server';
+import { ROOT } from './helpers/server';
+
+jest.setTimeout(120_000);
+
+interface Role {
+  child: ChildProcess;
+  http: number;
+  grpc: number;
+  log: () => string;
+}
+
+let redis: RedisServer;
+let repo: string;
+const roles: Role[] = [];
+let gateways: Role[];
+let worker: Role;
+let grpcClient: Client;
+
+async function startRole(role: string): Promise<Role> {
+  const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
+  const child = spawn(
+    process.execPath,
+    [MAIN, 'serve', '--role', role, '--redis', redis.url, '--model-repository', repo,
+      '--http-port', String(http), '--grpc-port', String(grpc), '--metrics-port', String(metrics),
+      '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const r = { child, http, grpc, log: () => out };
+  roles.push(r);
+  return r;
+}
+
+async function ready(r: Role, deadlineMs = 60_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    if (r.child.exitCode !== null) throw new Error(`role exited (${r.child.exitCode}): ${r.log()}`);
+    const ok = await fetch(`http://127.0.0.1:${r.http}/v2/models/simple/ready`).then((res) => res.status === 200, () => false);
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`not ready within ${deadlineMs} ms: ${r.log()}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
+
+async function inferHttp(r: Role, base: number): Promise<Msg> {
+  const res = await fetch(`http://127.0.0.1:${r.http}/v2/models/simple/infer`, {
+    method: 'POST',
+    body: JSON.stringify({
+      id: `h${base}`,
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: range(16, (i) => base + i) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: range(16, (i) => i) },
+      ],
+    }),
+  });
+  const body = (await res.json()) as Msg;
+  expect(res.status).toBe(200);
+  return body;
+}
+
+function expectHttpAnswer(body: Msg, base: number): void {
+  expect(body.id).toBe(`h${base}`);
+  expect(body.model_name).toBe('simple');
+  expect(body.model_version).toBe('1');
+  const byName = new Map((body.outputs as Msg[]).map((o) => [o.name, o]));
+  expect(byName.get('OUTPUT0')!.data).toEqual(range(16, (i) => base + 2 * i));
+  expect(byName.get('OUTPUT1')!.data).toEqual(range(16, () => base));
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  // `simple` with a queue delay, so that requests arriving together through both gateways batch.
+  repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-distributed-'));
+  fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
+  fs.appendFileSync(
+    path.join(repo, 'simple/config.pbtxt'),
+    '\ninstance_group [{ kind: KIND_CPU, count: 1 }]\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n',
+  );
+  worker = await startRole('worker');
+  await startRole('scheduler');
+  gateways = [await startRole('gateway'), await startRole('gateway')];
+  await Promise.all([worker, ...gateways].map((r) => ready(r)));
+  grpcClient = inferenceClient(gateways[1].grpc);
+});
+
+afterAll(async () => {
+  grpcClient?.close();
+  await Promise.all(
+    roles.map(
+      (r) =>
+        new Promise<void>((resolve) => {
+          if (r.child.exitCode !== null || r.child.signalCode !== null) return resolve();
+          r.child.once('exit', () => resolve());
+          r.child.kill('SIGKILL');
+        }),
+    ),
+  );
+  await redis?.stop();
+  if (repo) fs.rmSync(repo, { recursive: true, force: true });
+});
+
+describe('distributed mode: 2 gateways, 1 scheduler, 1 worker over Redis', () => {
+  it('answers HTTP inference through either gateway', async () => {
+    expectHttpAnswer(await inferHttp(gateways[0], 100), 100);
+    expectHttpAnswer(await inferHttp(gateways[1], 200), 200);
+  });
+
+  it('answers gRPC inference through a gateway', async () => {
+    const int32 = (v: number[]): Buffer => Buffer.from(new Int32Array(v).buffer);
+    const res = await call(grpcClient, 'ModelInfer', {
+      model_name: 'simple',
+      id: 'g1',
+      inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16] })),
+      raw_input_contents: [int32(range(16, (i) => 7 + i)), int32(range(16, (i) => i))],
+    });
+    expect(res.id).toBe('g1');
+    expect(res.model_version).toBe('1');
+    const outputs = (res.raw_output_contents as Buffer[]).map((b) => Array.from(new Int32Array(new Uint8Array(b).buffer)));
+    expect(res.outputs.map((o: Msg) => o.name)).toEqual(['OUTPUT0', 'OUTPUT1']);
+    expect(outputs[0]).toEqual(range(16, (i) => 7 + 2 * i));
+    expect(outputs[1]).toEqual(range(16, () => 7));
+  });
+
+  it('serves metadata and config from the cluster, and errors as the embedded server does', async () => {
+    const meta = (await (await fetch(`http://127.0.0.1:${gateways[0].http}/v2/models/simple`)).json()) as Msg;
+    expect(meta.inputs.map((i: Msg) => [i.name, i.datatype, i.shape])).toEqual([
+      ['INPUT0', 'INT32', [-1, 16]],
+      ['INPUT1', 'INT32', [-1, 16]],
+    ]);
+    const config = (await (await fetch(`http://127.0.0.1:${gateways[0].http}/v2/models/simple/config`)).json()) as Msg;
+    expect(Number(config.dynamic_batching.max_queue_delay_microseconds)).toBe(100000);
+    // Validation happens at the gateway, with the embedded server's words.
+    const bad = await fetch(`http://127.0.0.1:${gateways[0].http}/v2/models/simple/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: range(16, (i) => i) }] }),
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as Msg).error).toMatch(/expected 2 inputs but got 1 inputs for model 'simple'/);
+  });
+
+  it('batches requests of both gateways together (the worker executes batches > 1)', async () => {
+    const bases = range(16, (i) => 1000 + 10 * i);
+    const answers = await Promise.all(bases.map((b, i) => inferHttp(gateways[i % 2], b)));
+    answers.forEach((a, i) => expectHttpAnswer(a, bases[i]));
+    const stats = (await (await fetch(`http://127.0.0.1:${worker.http}/v2/models/simple/stats`)).json()) as Msg;
+    const batches = (stats.model_stats[0].batch_stats as Msg[]).map((b) => [Number(b.batch_size), Number(b.compute_infer.count)]);
+    const largest = Math.max(...batches.map(([size]) => size));
+    expect(largest).toBeGreaterThan(1);
+    // Every inference ran on the worker, once: 2 + 1 + 16 (the invalid request never left its gateway).
+    expect(batches.reduce((n, [size, count]) => n + size * count, 0)).toBe(19);
+  });
+
+  it('a gateway-only process loads neither onnxruntime nor python', () => {
+    const mapped = (pid: number): string => fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+    const children = (pid: number): number[] =>
+      fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+        try {
+          return Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === pid;
+        } catch {
+          return false;
+        }
+      }).map(Number);
+    // The worker is the control: it runs the model with onnxruntime's native library.
+    expect(mapped(worker.child.pid!)).toMatch(/onnxruntime/);
+    for (const g of gateways) {
+      expect(mapped(g.child.pid!)).not.toMatch(/onnxruntime/);
+      expect(children(g.child.pid!)).toEqual([]);
+    }
+  });
+});
