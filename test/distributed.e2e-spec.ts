@@ -28,6 +28,7 @@ let repo: string;
 const roles: Role[] = [];
 let gateways: Role[];
 let worker: Role;
+let scheduler: Role;
 let grpcClient: Client;
 
 async function startRole(role: string): Promise<Role> {
@@ -95,7 +96,7 @@ beforeAll(async () => {
     '\ninstance_group [{ kind: KIND_CPU, count: 1 }]\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n',
   );
   worker = await startRole('worker');
-  await startRole('scheduler');
+  scheduler = await startRole('scheduler');
   gateways = [await startRole('gateway'), await startRole('gateway')];
   await Promise.all([worker, ...gateways].map((r) => ready(r)));
   grpcClient = inferenceClient(gateways[1].grpc);
@@ -166,6 +167,12 @@ describe('distributed mode: 2 gateways, 1 scheduler, 1 worker over Redis', () =>
     expect(largest).toBeGreaterThan(1);
     // Every inference ran on the worker, once: 2 + 1 + 16 (the invalid request never left its gateway).
     expect(batches.reduce((n, [size, count]) => n + size * count, 0)).toBe(19);
+  });
+
+  it('a scheduler-only process answers the health endpoints the deployment probes', async () => {
+    for (const p of ['live', 'ready']) {
+      expect((await fetch(`http://127.0.0.1:${scheduler.http}/v2/health/${p}`)).status).toBe(200);
+    }
   });
 
   it('a gateway-only process loads neither onnxruntime nor python', () => {

@@ -6,6 +6,7 @@ import { CancelRegistry, connectRedisPort, ResponseRouter, type MessagePort, typ
 import { WorkerAgent, instanceSpecs, type WorkerHost } from '@nereid/worker';
 import type { ServeOptions } from './cli-options';
 import { RedisClusterModels } from './roles-cluster';
+import { startHealthEndpoint } from './roles-health';
 import { startNereid, type RunningNereid } from './serve';
 
 /** How long a gateway waits at start-up for a worker of the cluster to serve each model. */
@@ -17,6 +18,8 @@ export interface RunningRoles {
   gatewayId?: string;
   workerId?: string;
   schedulerId?: string;
+  /** A scheduler-only process's health endpoints (HTTP port). */
+  healthPort?: number;
   close(): Promise<void>;
 }
 
@@ -92,6 +95,12 @@ export async function startRoles(options: ServeOptions): Promise<RunningRoles> {
       await agent.start();
       closers.push(() => agent.stop());
       running.schedulerId = agent.schedulerId;
+      if (!running.server && !roles.has('gateway') && options.allowHttp) {
+        const health = await startHealthEndpoint(options.httpAddress, options.httpPort, () => true);
+        closers.push(() => health.close());
+        running.healthPort = health.port;
+        log('info', `scheduler ${agent.schedulerId}: health endpoints at ${options.httpAddress}:${health.port}`);
+      }
     }
     if (roles.has('gateway')) {
       const router = new ResponseRouter(port, `gateway-${id}`);
