@@ -97,9 +97,9 @@ export class PipelineBound {
   }
 
   private answered(res: ServerResponse): void {
-    const socket = res.req.socket as TrackedSocket;
-    const state = socket[STATE];
-    if (!state || !state.open.delete(res)) return;
+    const socket = res.req.socket as TrackedSocket | null;
+    const state = socket?.[STATE];
+    if (!socket || !state || !state.open.delete(res)) return;
     const error = state.error;
     if (error) {
       if (error.before.delete(res) && error.before.size === 0) closeWith(socket, error.text);
