@@ -8,6 +8,13 @@ import {
 } from '@nereid/worker';
 import { SchedulerHost } from './scheduler-host';
 
+/**
+ * Batches handed to one worker instance at once, at least: a batch crosses Redis twice (to the
+ * worker, and its batch-done back), and an instance that waited for that round trip between
+ * batches would idle most of the time. The worker runs each instance's batches one after another.
+ */
+export const CLUSTER_PIPELINE_DEPTH = 4;
+
 /** A request held by this scheduler: where its answer goes, and the queue message to ack once it ran. */
 class QueuedSink implements ResponseSink {
   constructor(
@@ -87,7 +94,7 @@ export class SchedulerAgent {
       const targets = entries.flatMap((e) => Array.from({ length: e.instances }, (_, instance) => ({ workerId: e.workerId, instance })));
       this.targets.set(key, targets);
       const config: ModelConfig = entries[0].config;
-      const capacity: WorkerCapacity = { instances: targets.length, depth: Math.min(...entries.map((e) => e.depth)) };
+      const capacity: WorkerCapacity = { instances: targets.length, depth: Math.max(CLUSTER_PIPELINE_DEPTH, Math.min(...entries.map((e) => e.depth))) };
       this.host.open(key, config, capacity);
       const [name, version] = [entries[0].name, entries[0].version];
       const subscription = await this.port.consume(requestQueueOf(name, version), (d) => this.onRequest(key, d), {

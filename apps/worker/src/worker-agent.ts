@@ -60,6 +60,8 @@ class WireSink implements ResponseSink {
  */
 export class WorkerAgent {
   private readonly subscriptions: Subscription[] = [];
+  /** Per `<local key>#<instance>`: the end of the batches handed to that instance (run one after another, at most `depth` at once). */
+  private readonly lanes = new Map<string, { tail: Promise<void>; running: number }>();
 
   constructor(
     private readonly port: MessagePort,
@@ -72,7 +74,8 @@ export class WorkerAgent {
   async serve(model: AgentModel): Promise<void> {
     const queue = workQueueOf(this.workerId, model.name, model.version);
     this.subscriptions.push(
-      await this.port.consume(queue, (d) => this.run(model, d), { consumer: this.workerId, prefetch: Math.max(4, model.instances * model.depth * 2) }),
+      // Schedulers keep several batches per instance in flight (CLUSTER_PIPELINE_DEPTH): they wait here, in order.
+      await this.port.consume(queue, (d) => this.run(model, d), { consumer: this.workerId, prefetch: Math.max(64, model.instances * 16) }),
     );
     await this.cluster.publish({
       name: model.name, version: model.version, workerId: this.workerId, config: model.config, instances: model.instances, depth: model.depth,
@@ -91,7 +94,17 @@ export class WorkerAgent {
       enqueuedAt: performance.now(),
     }));
     const scheduler = m.batchId.slice(0, m.batchId.lastIndexOf(':'));
-    void this.host.execute(model.localKey, m.instance, items).finally(() => {
+    const id = `${model.localKey}#${m.instance}`;
+    let lane = this.lanes.get(id);
+    if (!lane) this.lanes.set(id, (lane = { tail: Promise.resolve(), running: 0 }));
+    const l = lane;
+    const depth = Math.max(1, model.depth);
+    // Up to `depth` batches run on the instance at once (its own concurrency); the rest wait their turn.
+    const run = l.running < depth ? Promise.resolve() : l.tail;
+    l.running++;
+    const done = run.then(() => this.host.execute(model.localKey, m.instance, items)).finally(() => l.running--);
+    l.tail = done.catch(() => undefined);
+    void done.finally(() => {
       void this.port
         .send(schedulerMailboxOf(scheduler), {
           kind: 'batch-done', batchId: m.batchId, key: m.key, workerId: this.workerId,
