@@ -1,0 +1,114 @@
+import type { InferenceError, InferenceRequest, InferenceResponse, ResponseSink } from '@nereid/protocol';
+import {
+  CancelRegistry, InMemoryBroker, InMemoryPort, Names, ResponseRouter, type ExecuteBatchMessage, type SchedulerChannel, type TransportMessage,
+} from '@nereid/transport';
+import { ClusterSchedulerChannel } from './remote-channels';
+
+/** What the core's sink of one request saw. */
+class RecordingSink implements ResponseSink {
+  readonly responses: Array<[InferenceResponse | undefined, boolean]> = [];
+  readonly errors: InferenceError[] = [];
+  send(response: InferenceResponse | undefined, final: boolean): void {
+    this.responses.push([response, final]);
+  }
+  fail(error: InferenceError): void {
+    this.errors.push(error);
+  }
+}
+
+const noLocal: SchedulerChannel = {
+  open: () => undefined,
+  enqueue: () => undefined,
+  close: async () => undefined,
+  pendingCount: () => 0,
+};
+
+function request(signal?: AbortSignal): InferenceRequest {
+  return {
+    id: 'client-1', modelName: 'simple', modelVersion: -1, parameters: {}, sequenceId: 0n, sequenceStart: false, sequenceEnd: false,
+    priority: 0, timeoutUs: 0, signal,
+    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 2], data: new Int32Array([1, 2]) } as never],
+  };
+}
+
+const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 10));
+
+describe('ClusterSchedulerChannel (a gateway, over the in-memory port)', () => {
+  let broker: InMemoryBroker;
+  let gatewayPort: InMemoryPort;
+  let workerPort: InMemoryPort;
+  let router: ResponseRouter;
+  let channel: ClusterSchedulerChannel;
+  const queued: ExecuteBatchMessage[] = [];
+
+  beforeEach(async () => {
+    broker = new InMemoryBroker();
+    gatewayPort = new InMemoryPort(broker);
+    workerPort = new InMemoryPort(broker);
+    router = new ResponseRouter(gatewayPort, 'gw-a');
+    await router.start();
+    channel = new ClusterSchedulerChannel(gatewayPort, router, noLocal);
+    channel.open('simple/1/7', { name: 'simple', max_batch_size: 8 }, { instances: 1, depth: 1 });
+    queued.length = 0;
+    await workerPort.consume('requests:simple/1', (d) => {
+      queued.push(d.message as ExecuteBatchMessage);
+      void d.ack();
+    });
+  });
+
+  afterEach(async () => {
+    await gatewayPort.close();
+    await workerPort.close();
+  });
+
+  it("puts a request on its version's request queue and hands the answer from its mailbox to the request's sink", async () => {
+    const sink = new RecordingSink();
+    channel.enqueue('simple/1/7', { request: request(), sink });
+    await tick();
+    expect(queued).toHaveLength(1);
+    const wire = queued[0].requests[0];
+    expect(queued[0].key).toBe('simple/1');
+    expect([wire.replyTo, wire.clientId, wire.modelName]).toEqual(['gw-a', 'client-1', 'simple']);
+    expect(channel.pendingCount('simple/1/7')).toBe(1);
+    const answer: TransportMessage = {
+      kind: 'response', requestId: wire.requestId, final: true,
+      response: { id: 'client-1', modelName: 'simple', modelVersion: '1', outputs: [] },
+    };
+    await workerPort.send(Names.gatewayMailbox('gw-a'), answer);
+    await tick();
+    expect(sink.responses).toEqual([[{ id: 'client-1', modelName: 'simple', modelVersion: '1', outputs: [], parameters: undefined }, true]]);
+    expect(channel.pendingCount('simple/1/7')).toBe(0);
+  });
+
+  it("turns a worker's error into the sink's error, with its code and words", async () => {
+    const sink = new RecordingSink();
+    channel.enqueue('simple/1/7', { request: request(), sink });
+    await tick();
+    await workerPort.send(Names.gatewayMailbox('gw-a'), {
+      kind: 'response', requestId: queued[0].requests[0].requestId, final: true, error: { code: 'INTERNAL', message: 'boom' },
+    });
+    await tick();
+    expect(sink.errors.map((e) => [e.code, e.message])).toEqual([['INTERNAL', 'boom']]);
+  });
+
+  it('a client that goes away fails its request CANCELLED and aborts the work on it wherever it runs', async () => {
+    const cancels = new CancelRegistry(workerPort);
+    await cancels.start();
+    const client = new AbortController();
+    const sink = new RecordingSink();
+    channel.enqueue('simple/1/7', { request: request(client.signal), sink });
+    await tick();
+    const running = cancels.track(queued[0].requests[0].requestId);
+    client.abort();
+    await tick();
+    expect(sink.errors.map((e) => e.code)).toEqual(['CANCELLED']);
+    expect(running.aborted).toBe(true);
+    expect(channel.pendingCount('simple/1/7')).toBe(0);
+    // A late answer for it is dropped by the router.
+    await workerPort.send(Names.gatewayMailbox('gw-a'), { kind: 'response', requestId: queued[0].requests[0].requestId, final: true });
+    await tick();
+    expect(sink.responses).toEqual([]);
+    expect(router.dropped).toBe(1);
+    await cancels.stop();
+  });
+});
