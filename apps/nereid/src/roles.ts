@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ClusterSchedulerChannel, ClusterWorkerChannel, clusterBackends } from '@nereid/gateway';
+import { ClusterSchedulerChannel, ClusterWatch, ClusterWorkerChannel, clusterBackends } from '@nereid/gateway';
 import { SchedulerAgent } from '@nereid/scheduler';
 import { CancelRegistry, connectRedisPort, ResponseRouter, type MessagePort, type WorkerCapacity, type WorkerChannel } from '@nereid/transport';
 import { WorkerAgent, instanceSpecs, type WorkerHost } from '@nereid/worker';
@@ -106,12 +106,16 @@ export async function startRoles(options: ServeOptions): Promise<RunningRoles> {
       const router = new ResponseRouter(port, `gateway-${id}`);
       await router.start();
       closers.push(() => router.stop());
+      const watch = new ClusterWatch(cluster);
+      await watch.start();
+      closers.push(async () => watch.stop());
       const server = await startNereid(options, {
         backends: roles.has('worker') ? undefined : clusterBackends(),
         worker: () => new ClusterWorkerChannel(cluster, GATEWAY_LOAD_WAIT_MS),
-        scheduler: (local) => new ClusterSchedulerChannel(port, router, local),
+        scheduler: (local) => new ClusterSchedulerChannel(port, router, local, watch),
       });
       closers.push(() => server.close());
+      await watch.refresh();
       running.server = server;
       running.gatewayId = router.gatewayId;
       log('info', `gateway ${router.gatewayId} on ${options.redis}`);

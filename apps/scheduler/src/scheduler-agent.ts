@@ -3,7 +3,7 @@ import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest, type InferenceResponse, type ResponseSink } from '@nereid/protocol';
 import { Names, type Delivery, type ExecuteBatchMessage, type MessagePort, type ModelKey, type Subscription, type TransportMessage, type WireRequest, type WorkerCapacity, type WorkerChannel } from '@nereid/transport';
 import {
-  requestFromWire, requestToWire, schedulerMailboxOf, workQueueOf, requestQueueOf,
+  liveEntries, requestFromWire, requestToWire, schedulerMailboxOf, workQueueOf, requestQueueOf,
   type ClusterModelEntry, type ClusterModels,
 } from '@nereid/worker';
 import { SchedulerHost } from './scheduler-host';
@@ -83,7 +83,7 @@ export class SchedulerAgent {
   /** Opens a scheduler for each model version the cluster serves that has none here yet. */
   private async refresh(): Promise<void> {
     const byVersion = new Map<string, ClusterModelEntry[]>();
-    for (const e of await this.cluster.list()) {
+    for (const e of liveEntries(await this.cluster.list())) {
       const id = `${e.name}/${e.version}`;
       byVersion.set(id, [...(byVersion.get(id) ?? []), e]);
     }

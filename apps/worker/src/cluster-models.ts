@@ -12,6 +12,18 @@ export interface ClusterModelEntry {
   config: ModelConfig;
   instances: number;
   depth: number;
+  /** When the worker last said it serves the version (Date.now() ms); it says so every WORKER_BEAT_MS. */
+  at: number;
+}
+
+/** How often a worker re-publishes what it serves. */
+export const WORKER_BEAT_MS = 1000;
+/** An entry not re-published for this long is a worker that is gone (killed, cut off): it is not used. */
+export const WORKER_LOST_MS = 3500;
+
+/** The entries of workers still alive at `now`. */
+export function liveEntries(entries: ClusterModelEntry[], now = Date.now()): ClusterModelEntry[] {
+  return entries.filter((e) => now - e.at <= WORKER_LOST_MS);
 }
 
 /** Where the roles share which worker serves what (a Redis hash in distributed mode). */

@@ -2,7 +2,7 @@ import type { ExecutionItem, ExecutionStats, InferenceError, InferenceResponse, 
 import {
   Names, type CancelRegistry, type Delivery, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
 } from '@nereid/transport';
-import { schedulerMailboxOf, workQueueOf, type ClusterModels } from './cluster-models';
+import { schedulerMailboxOf, workQueueOf, WORKER_BEAT_MS, type ClusterModelEntry, type ClusterModels } from './cluster-models';
 import { requestFromWire, responseToWire, statsToWire } from './wire-requests';
 import type { WorkerHost } from './worker-host';
 
@@ -60,6 +60,8 @@ class WireSink implements ResponseSink {
  */
 export class WorkerAgent {
   private readonly subscriptions: Subscription[] = [];
+  private readonly served: ClusterModelEntry[] = [];
+  private beat?: NodeJS.Timeout;
   /** Per `<local key>#<instance>`: the end of the batches handed to that instance (run one after another, at most `depth` at once). */
   private readonly lanes = new Map<string, { tail: Promise<void>; running: number }>();
 
@@ -77,9 +79,15 @@ export class WorkerAgent {
       // Schedulers keep several batches per instance in flight (CLUSTER_PIPELINE_DEPTH): they wait here, in order.
       await this.port.consume(queue, (d) => this.run(model, d), { consumer: this.workerId, prefetch: Math.max(64, model.instances * 16) }),
     );
-    await this.cluster.publish({
-      name: model.name, version: model.version, workerId: this.workerId, config: model.config, instances: model.instances, depth: model.depth,
-    });
+    const entry: ClusterModelEntry = {
+      name: model.name, version: model.version, workerId: this.workerId, config: model.config, instances: model.instances, depth: model.depth, at: Date.now(),
+    };
+    await this.cluster.publish(entry);
+    this.served.push(entry);
+    // The heartbeat: entries not re-published within WORKER_LOST_MS are taken for a worker that is gone.
+    this.beat ??= setInterval(() => {
+      for (const e of this.served) void this.cluster.publish({ ...e, at: Date.now() }).catch(() => undefined);
+    }, WORKER_BEAT_MS);
   }
 
   private run(model: AgentModel, delivery: Delivery): void {
@@ -116,6 +124,7 @@ export class WorkerAgent {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.beat);
     await Promise.allSettled(this.subscriptions.map((s) => this.cluster && s.close()));
   }
 }

@@ -1,2 +1,3 @@
 export * from './remote-channels';
 export * from './cluster-backends';
+export * from './cluster-watch';

@@ -6,7 +6,7 @@ import type {
   WorkerChannel, WorkerLoadSpec,
 } from '@nereid/transport';
 import {
-  errorFromWire, requestQueueOf, requestToWire, responseFromWire, statsFromWire,
+  errorFromWire, liveEntries, requestQueueOf, requestToWire, responseFromWire, statsFromWire,
   type ClusterModelEntry, type ClusterModels,
 } from '@nereid/worker';
 
@@ -32,7 +32,7 @@ export class ClusterWorkerChannel implements WorkerChannel {
   private async served(name: string, version: number | undefined): Promise<ClusterModelEntry[]> {
     const deadline = Date.now() + this.waitMs;
     for (;;) {
-      const all = (await this.cluster.list()).filter((e) => e.name === name && (version === undefined || e.version === version));
+      const all = liveEntries(await this.cluster.list()).filter((e) => e.name === name && (version === undefined || e.version === version));
       if (all.length > 0) return all;
       if (Date.now() > deadline) {
         throw InferenceError.unavailable(`no worker of the cluster serves model '${name}'${version === undefined ? '' : ` version ${version}`}`);
@@ -74,6 +74,8 @@ export class ClusterSchedulerChannel implements SchedulerChannel {
     private readonly port: MessagePort,
     private readonly router: ResponseRouter,
     private readonly local: SchedulerChannel,
+    /** Which versions a live worker serves (ClusterWatch); absent: not checked. */
+    private readonly watch?: { serves(name: string, version: number): boolean },
   ) {}
 
   open(key: ModelKey, config: ModelConfig, capacity: WorkerCapacity, modelDir?: string): void {
@@ -93,6 +95,10 @@ export class ClusterSchedulerChannel implements SchedulerChannel {
     const request = item.request;
     const requestId = this.router.nextRequestId();
     const version = versionOf(key);
+    if (this.watch && !this.watch.serves(request.modelName, version)) {
+      item.sink.fail(InferenceError.unavailable(`no live worker of the cluster serves model '${request.modelName}' version ${version}`));
+      return;
+    }
     const message: ExecuteBatchMessage = {
       kind: 'execute-batch',
       batchId: requestId,
