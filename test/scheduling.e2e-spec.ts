@@ -67,7 +67,7 @@ describe('requests waiting for a busy model', () => {
     expect(s.inference_stats.success.count).toBe(3);
     expect(s.execution_count).toBe(3);
     const metrics = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-    expect(metrics).toContain('nv_inference_request_failure{model="record_wait",version="1",reason="CANCELED"} 3');
+    expect(metrics).toContain('nv_inference_request_failure{model="record_wait",reason="CANCELED",version="1"} 3');
   }, 30_000);
 
   it("honours a request's own queue timeout (HTTP and gRPC) only where allow_timeout_override is set", async () => {

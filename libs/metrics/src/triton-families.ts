@@ -10,8 +10,12 @@ function micros(ns: number): number {
 
 /** `model`, `version`, then the model's `metric_tags` as `_<key>` labels (Triton's order). */
 export function modelLabels(v: ServedVersion, extra?: Labels): Labels {
-  const labels: Labels = { model: v.model, version: v.version, ...extra };
-  for (const [k, value] of Object.entries(v.tags)) labels[`_${k}`] = value;
+  const all: Labels = { model: v.model, version: v.version, ...extra };
+  for (const [k, value] of Object.entries(v.tags)) all[`_${k}`] = value;
+  // Triton's exposition (prometheus-cpp keeps labels in a sorted map) prints them in name order:
+  // model="m",reason="BACKEND",version="1". Scripts that match the text depend on it.
+  const labels: Labels = {};
+  for (const k of Object.keys(all).sort()) labels[k] = all[k];
   return labels;
 }
 
