@@ -20,6 +20,7 @@ interface Role {
   child: ChildProcess;
   http: number;
   grpc: number;
+  metrics: number;
   log: () => string;
 }
 
@@ -43,7 +44,7 @@ async function startRole(role: string): Promise<Role> {
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const r = { child, http, grpc, log: () => out };
+  const r = { child, http, grpc, metrics, log: () => out };
   roles.push(r);
   return r;
 }
@@ -169,10 +170,14 @@ describe('distributed mode: 2 gateways, 1 scheduler, 1 worker over Redis', () =>
     expect(batches.reduce((n, [size, count]) => n + size * count, 0)).toBe(19);
   });
 
-  it('a scheduler-only process answers the health endpoints the deployment probes', async () => {
+  it('a scheduler-only process answers the health endpoints and the metrics port the deployment probes and scrapes', async () => {
     for (const p of ['live', 'ready']) {
       expect((await fetch(`http://127.0.0.1:${scheduler.http}/v2/health/${p}`)).status).toBe(200);
     }
+    // Its metrics port answers with the process's own families.
+    const metrics = await fetch(`http://127.0.0.1:${scheduler.metrics}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^nv_cpu_utilization /m);
   });
 
   it('a gateway-only process loads neither onnxruntime nor python', () => {

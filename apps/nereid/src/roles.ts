@@ -6,6 +6,7 @@ import { CancelRegistry, connectRedisPort, ResponseRouter, type MessagePort, typ
 import { WorkerAgent, instanceSpecs, type WorkerHost } from '@nereid/worker';
 import type { ServeOptions } from './cli-options';
 import { RedisClusterModels } from './roles-cluster';
+import { metricsOf, startMetricsEndpoint } from './metrics-endpoint';
 import { startHealthEndpoint } from './roles-health';
 import { startNereid, type RunningNereid } from './serve';
 
@@ -20,6 +21,8 @@ export interface RunningRoles {
   schedulerId?: string;
   /** A scheduler-only process's health endpoints (HTTP port). */
   healthPort?: number;
+  /** A scheduler-only process's metrics port. */
+  metricsPort?: number;
   close(): Promise<void>;
 }
 
@@ -100,6 +103,15 @@ export async function startRoles(options: ServeOptions): Promise<RunningRoles> {
         closers.push(() => health.close());
         running.healthPort = health.port;
         log('info', `scheduler ${agent.schedulerId}: health endpoints at ${options.httpAddress}:${health.port}`);
+      }
+      const metrics = !running.server && !roles.has('gateway') ? metricsOf(options) : undefined;
+      if (metrics) {
+        // The process's own families (CPU, memory); the queues' gauges are not exported yet.
+        metrics.attach({ served: () => [], pending: () => 0, inflight: () => 0, sequenceSlotsInUse: () => undefined });
+        const host = options.metricsAddress ?? options.httpAddress;
+        const endpoint = await startMetricsEndpoint(metrics, host, options.metricsPort);
+        closers.push(() => endpoint.close());
+        running.metricsPort = endpoint.port;
       }
     }
     if (roles.has('gateway')) {
