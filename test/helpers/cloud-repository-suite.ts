@@ -15,6 +15,8 @@ const request = {
 
 const simpleConfig = readFileSync(path.join(MODELS, 'simple', 'config.pbtxt'), 'utf8');
 const simpleModel = readFileSync(path.join(MODELS, 'simple', '1', 'model.onnx'));
+/** A config.pbtxt the parser refuses, naming the file it read. */
+const brokenConfig = 'name: "broken"\nplatform: "onnxruntime_onnx"\ninput [ { name: \n';
 
 /**
  * One end-to-end suite for every cloud store: a Nereid in poll mode (1 s) serves a repository
@@ -40,6 +42,8 @@ export function describeCloudRepository(store: string, start: () => Promise<Clou
       await emu.upload(path.join(MODELS, 'simple'), 'repo/simple');
       await emu.upload(path.join(MODELS, 'add_sub'), 'repo/add_sub');
       await emu.put('repo/noversions/config.pbtxt', simpleConfig.replace('name: "simple"', 'name: "noversions"'));
+      await emu.put('repo/broken/config.pbtxt', brokenConfig);
+      await emu.put('repo/broken/1/model.onnx', simpleModel);
       server = await startTestServer({ modelRepositories: [emu.repository('repo')], modelControlMode: 'poll', repositoryPollSecs: 1 });
     });
     afterAll(async () => {
@@ -68,6 +72,14 @@ export function describeCloudRepository(store: string, start: () => Promise<Clou
       expect(row).toMatchObject({ state: 'UNAVAILABLE' });
       expect(row?.reason).toMatch(/version/);
       expect(row?.reason).not.toMatch(/nereid-(s3|as|gs)-/);
+    });
+
+    it('names the bucket, never the local cache, in the reason of a broken config', async () => {
+      const index = await postJson(`${server.http}/v2/repository/index`, {});
+      const row = (index.body as { name: string; state?: string; reason?: string }[]).find((m) => m.name === 'broken');
+      expect(row).toMatchObject({ state: 'UNAVAILABLE' });
+      expect(row?.reason).toContain(`${emu.repository('repo')}/broken/config.pbtxt`);
+      expect(JSON.stringify(index.body)).not.toMatch(/\/tmp\/|nereid-(s3|as|gs)-/);
     });
 
     it('reloads a model whose config changed in the bucket', async () => {
@@ -100,6 +112,14 @@ export function describeCloudRepository(store: string, start: () => Promise<Clou
         const load = await postJson(`${server.http}/v2/repository/models/simple/load`);
         expect(load.status).toBe(200);
         expect((await postJson(`${server.http}/v2/models/simple/infer`, request)).status).toBe(200);
+        // A load error names the file in the bucket, never the local cache.
+        await emu.put('explicit/broken/config.pbtxt', brokenConfig);
+        await emu.put('explicit/broken/1/model.onnx', simpleModel);
+        const broken = await postJson(`${server.http}/v2/repository/models/broken/load`);
+        expect(broken.status).toBe(400);
+        expect(broken.body.error).toMatch(/^failed to load 'broken', /);
+        expect(broken.body.error).toContain(`${emu.repository('explicit')}/broken/config.pbtxt`);
+        expect(broken.body.error).not.toMatch(/\/tmp\/|nereid-(s3|as|gs)-/);
       } finally {
         await server.close();
       }

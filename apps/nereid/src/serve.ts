@@ -126,6 +126,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     {
       repositories: repositories.localPaths(),
       prepareRepositories: repositories.hasRemote ? () => repositories.prepare() : undefined,
+      shownPaths: repositories.shownPaths(),
       autoComplete: options.autoComplete,
       modelConfigName: options.modelConfigName,
       defaultMaxBatchSize,

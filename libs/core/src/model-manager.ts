@@ -9,8 +9,9 @@ import { completeModelConfig, type ConfigOptions } from './config-pipeline';
 import type { LoadOptions, ModelState, RepositoryIndexEntry } from './core';
 import { LifecycleEvents, type LifecycleListener, type LifecycleState } from './lifecycle';
 import { folderFingerprint, versionSource } from './lifecycle-sources';
-import { hideOverrideFolder, removeOverrideFolder, writeOverrideFolder } from './override-files';
+import { removeOverrideFolder, writeOverrideFolder } from './override-files';
 import { modelIo, type ModelIo } from './request-validation';
+import { hideServerPaths, type ShownPath } from './server-paths';
 import { ModelStatsRecorder } from './statistics';
 import { buildWarmupSamples, runWarmup } from './warmup';
 
@@ -64,6 +65,11 @@ export interface ManagerOptions extends ConfigOptions {
   repositories: string[];
   /** Brings cloud repositories' local copies up to date and returns the local paths to scan (default: `repositories`). */
   prepareRepositories?: () => Promise<string[]>;
+  /**
+   * Cloud repositories' local cache folders and their URLs: every message stored as a reason,
+   * answered or logged names the URL (`s3://bucket/path/m/config.pbtxt`), never the cache folder.
+   */
+  shownPaths?: readonly ShownPath[];
   /** `--allow-model-file-overrides`: loads may carry model files (`file:` parameters). Default false. */
   allowFileOverrides?: boolean;
   /** Makes each loaded version's metrics observer (histograms, summaries); default none. */
@@ -109,7 +115,25 @@ export class ModelRepositoryManager {
   /** Names of every model directory in the repositories. */
   async scan(): Promise<{ models: Map<string, ModelLocation>; duplicates: Set<string> }> {
     const prepare = this.options.prepareRepositories;
-    return scanRepositories(prepare ? await prepare() : this.options.repositories);
+    try {
+      return await scanRepositories(prepare ? await prepare() : this.options.repositories);
+    } catch (e) {
+      throw this.hidden(e);
+    }
+  }
+
+  /** `message` without server folders: cloud caches shown as their URLs, an override folder as nothing. */
+  private shown(message: string, overrideRoot?: string): string {
+    const paths = [...(this.options.shownPaths ?? [])];
+    if (overrideRoot !== undefined) paths.push({ local: overrideRoot, shown: '' });
+    return hideServerPaths(message, paths);
+  }
+
+  /** An error as an InferenceError whose message shows no server folder. */
+  private hidden(e: unknown, overrideRoot?: string): InferenceError {
+    const err = toInferenceError(e);
+    const message = this.shown(err.message, overrideRoot);
+    return message === err.message ? err : new InferenceError(err.code, message);
   }
 
   /**
@@ -136,7 +160,9 @@ export class ModelRepositoryManager {
   /** Loads (or reloads) a model. Rejects with the reason when no version could be loaded. */
   async load(name: string, options: LoadOptions = {}): Promise<void> {
     checkModelName(name);
-    return this.withLock(name, () => this.doLoad(name, options));
+    return this.withLock(name, () => this.doLoad(name, options)).catch((e: unknown) => {
+      throw this.hidden(e);
+    });
   }
 
   private entry(name: string): ModelEntry {
@@ -170,8 +196,7 @@ export class ModelRepositoryManager {
     try {
       await this.loadFrom(name, location, options, root);
     } catch (e) {
-      const err = toInferenceError(e);
-      throw new InferenceError(err.code, hideOverrideFolder(err.message, root));
+      throw this.hidden(e, root);
     } finally {
       await this.removeUnusedOverrides(name, [root]);
     }
@@ -189,8 +214,8 @@ export class ModelRepositoryManager {
   }
 
   private async loadFrom(name: string, location: ModelLocation, options: LoadOptions, overrideRoot?: string): Promise<void> {
-    // Messages stored as reasons (repository index) and logged never show an override folder's path.
-    const hide = (message: string): string => (overrideRoot ? hideOverrideFolder(message, overrideRoot) : message);
+    // Messages stored as reasons (repository index) and logged never show a server folder.
+    const hide = (message: string): string => this.shown(message, overrideRoot);
     const entry = this.entry(name);
     const files = await folderFingerprint(location.path);
     const fp = files.all;

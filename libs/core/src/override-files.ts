@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { MAX_MODEL_NAME_BYTES } from '@nereid/model-config';
 import { echo, hasControlCharacters, InferenceError } from '@nereid/protocol';
 import type { ModelLocation } from '@nereid/repository';
+import { hideServerPaths } from './server-paths';
 
 /** Prefix of the load parameters that carry a file of an override model folder. */
 const FILE_PARAMETER_PREFIX = 'file:';
@@ -133,7 +134,5 @@ export async function removeOverrideFolder(root: string): Promise<void> {
  * learn the server's temporary paths.
  */
 export function hideOverrideFolder(message: string, root: string): string {
-  let out = message;
-  for (const prefix of [root + path.sep, root]) out = out.split(prefix).join('');
-  return out;
+  return hideServerPaths(message, [{ local: root, shown: '' }]);
 }

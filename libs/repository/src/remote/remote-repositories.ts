@@ -98,6 +98,15 @@ export class RemoteRepositories {
   }
 
   /**
+   * Each cloud repository's cache folder with the repository's URL, for messages to name the URL
+   * (`s3://bucket/path/m/config.pbtxt`) where a file of the copy is meant: the user never sees
+   * the server's cache folders.
+   */
+  shownPaths(): { local: string; shown: string }[] {
+    return [...this.remotes.values()].map((r) => ({ local: r.cache.localPath, shown: r.store.url }));
+  }
+
+  /**
    * Syncs every cloud repository and returns the local paths. Concurrent calls share one sync, and a
    * sync finished within `reuseMs` is reused. Rejects with the first repository that cannot be read.
    */
