@@ -147,6 +147,8 @@ const SEQUENCE: { step: Step; expect?: Partial<Outcome> }[] = [
         "failed to load 'ens_ghost', ensemble 'ens_ghost' depends on 'ghost' which has no loaded version. Model 'ghost' loading failed with error: failed to load 'ghost', failed to poll from model repository",
     },
   },
+  // The refused ensemble shows UNAVAILABLE with the dependency's reason (checked below).
+  { step: { op: 'index' } },
   // Config override and file overrides: the files land in the override model's version folder.
   { step: { op: 'load', model: 'simple', config: JSON.stringify({ ...JSON.parse(SIMPLE_CONFIG), max_batch_size: 4 }) }, expect: { ok: true } },
   { step: { op: 'load', model: 'over', files: { 'file:1/model.onnx': MODEL_ONNX } }, expect: { ok: false, status: 400, error: "Load parameter 'config' must be specified for model file override" } },
@@ -218,6 +220,17 @@ describe('repository API: the same requests over HTTP and gRPC give the same ans
       { name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
     ]);
     expect(viaHttp[15]).toMatchObject({ ok: false });
+    // An ensemble refused because a composing model failed is UNAVAILABLE with that reason, not "never loaded".
+    const afterGhost = viaHttp[19] as { ok: true; body: { name: string }[] };
+    expect(afterGhost.body.filter((m) => m.name === 'ens_ghost')).toEqual([
+      {
+        name: 'ens_ghost',
+        version: '1',
+        state: 'UNAVAILABLE',
+        reason:
+          "ensemble 'ens_ghost' depends on 'ghost' which has no loaded version. Model 'ghost' loading failed with error: failed to load 'ghost', failed to poll from model repository",
+      },
+    ]);
     // Nothing was written outside an override folder.
     expect(existsSync(OUTSIDE)).toBe(false);
     // No answer and no index reason shows a server path.

@@ -430,6 +430,24 @@ export class ModelRepositoryManager {
     this.announce(entry.name, v.version, 'UNAVAILABLE', 'unloaded', runtime.key);
   }
 
+  /**
+   * Records a load refused before any version was tried (an ensemble whose composing model failed
+   * to load): unless a version serves, the model's versions in the repository (or the model, when
+   * none is found) show UNAVAILABLE with the reason, as Triton's index shows them.
+   */
+  async refuse(name: string, reason: string): Promise<void> {
+    checkModelName(name);
+    return this.withLock(name, async () => {
+      const entry = this.entry(name);
+      if (this.serving(entry)) return;
+      const message = this.shown(reason);
+      const location = (await this.scan().catch(() => undefined))?.models.get(name);
+      entry.error = message;
+      this.markFailed(entry, location ? await this.versionsOnDiskSafe(location) : [], message);
+      this.options.log('error', `failed to load '${name}': ${message}`);
+    });
+  }
+
   async unload(name: string): Promise<void> {
     checkModelName(name);
     return this.withLock(name, async () => {

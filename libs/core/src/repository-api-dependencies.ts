@@ -50,7 +50,12 @@ export class EnsembleDependencies {
   }
 
   private async loadWith(name: string, options: LoadOptions, chain: readonly string[]): Promise<void> {
-    await this.loadComposing(name, options, await this.composingToLoad(name, options), chain);
+    try {
+      await this.loadComposing(name, options, await this.composingToLoad(name, options), chain);
+    } catch (e) {
+      await this.refuse(name, e);
+      throw e;
+    }
     await this.manager.load(name, options);
     // The config as completed and served is the authority (a custom config file name, say): a
     // composing model the first read missed is loaded now, or the ensemble goes.
@@ -60,8 +65,16 @@ export class EnsembleDependencies {
       await this.loadComposing(name, options, missed, chain);
     } catch (e) {
       await this.manager.unload(name);
+      await this.refuse(name, e);
       throw e;
     }
+  }
+
+  /** A refused ensemble shows UNAVAILABLE in the index with the dependency's reason (not as never loaded). */
+  private async refuse(name: string, e: unknown): Promise<void> {
+    const message = toInferenceError(e).message;
+    const prefix = `failed to load '${name}', `;
+    await this.manager.refuse(name, message.startsWith(prefix) ? message.slice(prefix.length) : message);
   }
 
   /** Loads the composing models of `name` that are not loaded, for it; the first failure fails `name`. */
