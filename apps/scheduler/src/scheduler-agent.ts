@@ -15,6 +15,23 @@ import { SchedulerHost } from './scheduler-host';
  */
 export const CLUSTER_PIPELINE_DEPTH = 4;
 
+/** A batch handed to a worker and not reported done. */
+interface RunningBatch {
+  resolve: () => void;
+  items: ExecutionItem[];
+  message: ExecuteBatchMessage;
+  /** The model's instance the scheduler chose (mapped onto the live workers' instances). */
+  instance: number;
+  workerId: string;
+}
+
+/** The live workers' instances of a version, in a stable order. */
+function targetsOf(entries: ClusterModelEntry[]): Array<{ workerId: string; instance: number }> {
+  return [...entries]
+    .sort((a, b) => a.workerId.localeCompare(b.workerId))
+    .flatMap((e) => Array.from({ length: e.instances }, (_, instance) => ({ workerId: e.workerId, instance })));
+}
+
 /** A request held by this scheduler: where its answer goes, and the queue message to ack once it ran. */
 class QueuedSink implements ResponseSink {
   constructor(
@@ -52,7 +69,7 @@ export class SchedulerAgent {
   private readonly host: SchedulerHost;
   private readonly opened = new Map<string, { key: ModelKey; subscription: Subscription }>();
   private readonly targets = new Map<ModelKey, Array<{ workerId: string; instance: number }>>();
-  private readonly running = new Map<string, { resolve: () => void; items: ExecutionItem[] }>();
+  private readonly running = new Map<string, RunningBatch>();
   private mailbox?: Subscription;
   private timer?: NodeJS.Timeout;
   private batches = 0;
@@ -87,11 +104,16 @@ export class SchedulerAgent {
       const id = `${e.name}/${e.version}`;
       byVersion.set(id, [...(byVersion.get(id) ?? []), e]);
     }
+    // Versions served here follow the live workers: a worker that joins takes batches, one that is
+    // gone (no heartbeat) takes none, and the batches it held go to a live one (or fail UNAVAILABLE).
+    for (const [id, { key }] of this.opened) {
+      this.targets.set(key, targetsOf(byVersion.get(id) ?? []));
+      this.rescue(key);
+    }
     for (const [id, entries] of byVersion) {
       if (this.opened.has(id)) continue;
-      entries.sort((a, b) => a.workerId.localeCompare(b.workerId));
       const key = id;
-      const targets = entries.flatMap((e) => Array.from({ length: e.instances }, (_, instance) => ({ workerId: e.workerId, instance })));
+      const targets = targetsOf(entries);
       this.targets.set(key, targets);
       const config: ModelConfig = entries[0].config;
       const capacity: WorkerCapacity = { instances: targets.length, depth: Math.max(CLUSTER_PIPELINE_DEPTH, Math.min(...entries.map((e) => e.depth))) };
@@ -119,14 +141,53 @@ export class SchedulerAgent {
     this.host.enqueue(key, item);
   }
 
+  /** The live instance that runs the model's instance `instance`; undefined when no live worker serves the key. */
+  private targetOf(key: ModelKey, instance: number): { workerId: string; instance: number } | undefined {
+    const targets = this.targets.get(key) ?? [];
+    return targets.length > 0 ? targets[instance % targets.length] : undefined;
+  }
+
+  private static lost(key: ModelKey): InferenceError {
+    const [name, version] = key.split('/');
+    return InferenceError.unavailable(`no live worker of the cluster serves model '${name}' version ${version}`);
+  }
+
+  /** Batches held by workers that are gone: handed to a live worker again (inference is idempotent), or failed. */
+  private rescue(key: ModelKey): void {
+    const live = new Set((this.targets.get(key) ?? []).map((t) => t.workerId));
+    for (const [batchId, batch] of this.running) {
+      if (batch.message.key !== key || live.has(batch.workerId)) continue;
+      const target = this.targetOf(key, batch.instance);
+      if (!target) {
+        this.running.delete(batchId);
+        for (const i of batch.items) i.sink.fail(SchedulerAgent.lost(key));
+        batch.resolve();
+        continue;
+      }
+      this.log('warn', `scheduler ${this.schedulerId}: batch ${batchId} of '${key}' handed again to ${target.workerId} (worker ${batch.workerId} is gone)`);
+      this.dispatch(batchId, batch, target);
+    }
+  }
+
+  private dispatch(batchId: string, batch: RunningBatch, target: { workerId: string; instance: number }): void {
+    batch.workerId = target.workerId;
+    batch.message = { ...batch.message, instance: target.instance };
+    const [name, version] = batch.message.key.split('/');
+    this.port.enqueue(workQueueOf(target.workerId, name, Number(version)), batch.message).catch((e: unknown) => {
+      if (this.running.get(batchId) !== batch) return;
+      this.running.delete(batchId);
+      for (const i of batch.items) i.sink.fail(toInferenceError(e));
+      batch.resolve();
+    });
+  }
+
   private execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
-    const target = this.targets.get(key)?.[instance];
+    const target = this.targetOf(key, instance);
     if (!target) {
-      for (const i of items) i.sink.fail(InferenceError.unavailable(`no instance ${instance} of '${key}' in the cluster`));
+      for (const i of items) i.sink.fail(SchedulerAgent.lost(key));
       return Promise.resolve();
     }
     const batchId = `${this.schedulerId}:${++this.batches}`;
-    const [name, version] = key.split('/');
     const message: ExecuteBatchMessage = {
       kind: 'execute-batch',
       batchId,
@@ -140,12 +201,9 @@ export class SchedulerAgent {
       }),
     };
     return new Promise<void>((resolve) => {
-      this.running.set(batchId, { resolve, items });
-      this.port.enqueue(workQueueOf(target.workerId, name, Number(version)), message).catch((e: unknown) => {
-        this.running.delete(batchId);
-        for (const i of items) i.sink.fail(toInferenceError(e));
-        resolve();
-      });
+      const batch: RunningBatch = { resolve, items, message, instance, workerId: target.workerId };
+      this.running.set(batchId, batch);
+      this.dispatch(batchId, batch, target);
     });
   }
 
