@@ -10,8 +10,6 @@ import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameter
 
 type Call = ServerDuplexStream<WireModelInferRequest, WireModelStreamInferResponse>;
 
-/** Requests of one stream running at once; more wait unread in the stream (HTTP/2 flow control). */
-export const MAX_PENDING_PER_STREAM = 64;
 
 const FINAL: WireParameters = { triton_final_response: { bool_param: true } };
 const NOT_FINAL: WireParameters = { triton_final_response: { bool_param: false } };
@@ -37,7 +35,7 @@ class InferStream {
   private pending = 0;
   private inputEnded = false;
   private closed = false;
-  /** Reading stopped: too many requests pending, or answers not taken by the client. */
+  /** Reading stopped: answers not taken by the client. */
   private held = false;
   private writesBacked = false;
 
@@ -79,12 +77,10 @@ class InferStream {
       return;
     }
     this.pending++;
-    if (this.pending >= MAX_PENDING_PER_STREAM) this.hold();
     try {
       this.core.infer(decoded.request, this.observer(msg, decoded, grpcLogArrival(this.log, decoded.request)));
     } catch (e) {
       this.pending--;
-      this.releaseIfRoom();
       releaseSharedMemory(decoded);
       this.sendError(toInferenceError(e), { id: msg.id });
       this.finishIfDone();
@@ -100,7 +96,6 @@ class InferStream {
       releaseSharedMemory(decoded);
       decoded.request.trace?.release();
       this.pending--;
-      this.releaseIfRoom();
       this.finishIfDone();
     };
     return {
@@ -168,8 +163,11 @@ class InferStream {
 
   /**
    * Back-pressure: the stream stops pulling requests (grpc-js stops reading the HTTP/2 stream once
-   * its small read buffer is full, and flow control then holds the client) while too many of its
-   * requests are pending or its answers wait unread. A client that does not read stalls only itself.
+   * its small read buffer is full, and flow control then holds the client) while its answers wait
+   * unread. A client that does not read stalls only itself. The number of requests pending is not
+   * bounded here: a stream multiplexes sequences, and holding the next request of a sequence that
+   * owns a slot while a backlogged one waits for that slot would stall both until the idle timeout
+   * (queue policies bound what waits).
    */
   private hold(): void {
     if (this.held) return;
@@ -178,7 +176,7 @@ class InferStream {
   }
 
   private releaseIfRoom(): void {
-    if (!this.held || this.writesBacked || this.pending >= MAX_PENDING_PER_STREAM || this.closed) return;
+    if (!this.held || this.writesBacked || this.closed) return;
     this.held = false;
     this.call.resume();
   }
