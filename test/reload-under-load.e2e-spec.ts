@@ -9,7 +9,7 @@ import * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { LifecycleEvent, NereidCore } from '@nereid/core';
-import { until } from './helpers/poll';
+import { sleep } from './helpers/poll';
 import { postJson, startTestServer } from './helpers/server';
 import { stampRequest, writeConfig, writeVersion } from './reload-models';
 
@@ -18,6 +18,14 @@ type Server = Awaited<ReturnType<typeof startTestServer>>;
 const CLIENTS = 16;
 const RELOADS = 20;
 const POLL_SECS = 0.1;
+/**
+ * Each client's pause between an answer and its next request. The clients share the server's
+ * process and its event loop: back to back, 16 of them spent much of the test's CPU on requests
+ * that add nothing (the switch is checked on the requests in flight across it and on the first
+ * answers after it), and every load waited behind them on a busy machine. Paced, they still keep
+ * requests in flight across every switch.
+ */
+const CLIENT_PAUSE_MS = 5;
 /** Model files per version folder: model.onnx and alt_1..alt_3.onnx (config steps switch between them). */
 const FILES = ['model.onnx', 'alt_1.onnx', 'alt_2.onnx', 'alt_3.onnx'];
 
@@ -97,8 +105,46 @@ function plan(): Step[] {
   return steps.slice(0, RELOADS);
 }
 
+/**
+ * Waits that look at their condition again whenever a lifecycle event or an answer arrives: each
+ * step goes on the moment what it waits for happens (polling every 20 ms cost up to a minute's
+ * fiftieth of a second per wait, three waits a step, 40 steps).
+ */
+class Signals {
+  private waiting: { check: () => boolean; done: () => void }[] = [];
+
+  notify(): void {
+    if (this.waiting.length === 0) return;
+    this.waiting = this.waiting.filter((w) => {
+      if (!w.check()) return true;
+      w.done();
+      return false;
+    });
+  }
+
+  until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+    if (check()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const entry = {
+        check,
+        done: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiting = this.waiting.filter((w) => w !== entry);
+        reject(new Error(`timed out waiting for ${what}`));
+      }, ms);
+      this.waiting.push(entry);
+    });
+  }
+}
+
 interface Timed extends LifecycleEvent {
   at: number;
+  /** How many answers had come when the event came: a request sent later is answered later. */
+  answered: number;
 }
 
 interface Outcome {
@@ -120,10 +166,14 @@ async function reloadUnderLoad(mode: 'poll' | 'explicit'): Promise<Outcome> {
     repositoryPollSecs: mode === 'poll' ? POLL_SECS : 0,
     allowMetrics: false,
   });
-  const events: Timed[] = [];
-  (server.core as NereidCore).onLifecycle((e) => events.push({ ...e, at: performance.now() }));
   const outcome: Outcome = { answers: [], noticeMs: [], servingMs: [] };
   const { answers } = outcome;
+  const events: Timed[] = [];
+  const signals = new Signals();
+  (server.core as NereidCore).onLifecycle((e) => {
+    events.push({ ...e, at: performance.now(), answered: answers.length });
+    signals.notify();
+  });
   let stop = false;
   // node:http on keep-alive connections: the clients share the server's process and its cores,
   // and cost it less this way than through fetch.
@@ -147,7 +197,11 @@ async function reloadUnderLoad(mode: 'poll' | 'explicit'): Promise<Outcome> {
       req.end(body);
     });
   const client = async (): Promise<void> => {
-    while (!stop) answers.push(await ask());
+    while (!stop) {
+      answers.push(await ask());
+      signals.notify();
+      await sleep(CLIENT_PAUSE_MS);
+    }
   };
   try {
     const clients = Array.from({ length: CLIENTS }, client);
@@ -159,20 +213,22 @@ async function reloadUnderLoad(mode: 'poll' | 'explicit'): Promise<Outcome> {
       const load = mode === 'explicit' ? postJson(`${server.http}/v2/repository/models/stamp/load`) : undefined;
       if (step.fails !== undefined) {
         const v = step.fails;
-        await until(`${step.what} to fail`, () => events.some((e) => e.version === v && e.state === 'UNAVAILABLE'));
+        await signals.until(`${step.what} to fail`, () => events.some((e) => e.version === v && e.state === 'UNAVAILABLE'));
         if (load) expect({ step: step.what, status: (await load).status }).toEqual({ step: step.what, status: 400 });
         expect((await ask()).stamp).toBe(serving);
         continue;
       }
       serving = step.expect!;
-      await until(`${step.what} to serve`, () => events.some((e) => e.state === 'READY'));
+      await signals.until(`${step.what} to serve`, () => events.some((e) => e.state === 'READY'));
       const ready = events.find((e) => e.state === 'READY')!;
+      // Only the answers that came after the switch can be to requests sent after it.
+      const after = (): Answer[] => answers.slice(ready.answered).filter((a) => a.sentAt > ready.at);
       outcome.noticeMs.push(events.find((e) => e.state === 'LOADING')!.at - changedAt);
       outcome.servingMs.push(ready.at - changedAt);
       if (load) expect({ step: step.what, status: (await load).status }).toEqual({ step: step.what, status: 200 });
       // The switch is atomic: every request sent once the new version is READY gets its answer.
-      await until(`answers after ${step.what}`, () => answers.filter((a) => a.sentAt > ready.at).length >= CLIENTS);
-      const stale = answers.filter((a) => a.sentAt > ready.at && a.stamp !== serving).map((a) => a.stamp);
+      await signals.until(`answers after ${step.what}`, () => after().length >= CLIENTS);
+      const stale = after().filter((a) => a.stamp !== serving).map((a) => a.stamp);
       expect({ step: step.what, stale: stale.slice(0, 3) }).toEqual({ step: step.what, stale: [] });
     }
     stop = true;
