@@ -1,9 +1,10 @@
 /**
  * Distributed mode (issue 13): real processes of the built CLI (`npm run build` first) over a
- * private redis-server: two gateways, one scheduler, one worker. Infers `simple` over HTTP and gRPC
+ * private redis-server: two gateways, one scheduler, two workers. Infers `simple` over HTTP and gRPC
  * through both gateways, checks that the scheduler batches requests of both gateways together
- * (the worker's batch statistics), and that a gateway-only process loaded neither onnxruntime nor
- * python.
+ * (the workers' batch statistics), that a gateway-only process loaded neither onnxruntime nor
+ * python, and what happens when workers die (kill -9): their batches run again on a live worker,
+ * or fail UNAVAILABLE when none is left, and a new worker is used without restarting anything.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -29,6 +30,8 @@ let repo: string;
 const roles: Role[] = [];
 let gateways: Role[];
 let worker: Role;
+/** A second worker, killed mid-batch by one test. */
+let spare: Role;
 let scheduler: Role;
 let grpcClient: Client;
 
@@ -96,10 +99,13 @@ beforeAll(async () => {
     path.join(repo, 'simple/config.pbtxt'),
     '\ninstance_group [{ kind: KIND_CPU, count: 1 }]\ndynamic_batching { max_queue_delay_microseconds: 100000 }\n',
   );
+  // slow_scale (python, 100 ms per execution): batches that are still running when a worker dies.
+  fs.cpSync(path.join(ROOT, 'test/fixtures/python/slow_scale'), path.join(repo, 'slow_scale'), { recursive: true });
   worker = await startRole('worker');
+  spare = await startRole('worker');
   scheduler = await startRole('scheduler');
   gateways = [await startRole('gateway'), await startRole('gateway')];
-  await Promise.all([worker, ...gateways].map((r) => ready(r)));
+  await Promise.all([worker, spare, ...gateways].map((r) => ready(r)));
   grpcClient = inferenceClient(gateways[1].grpc);
 });
 
@@ -119,7 +125,7 @@ afterAll(async () => {
   if (repo) fs.rmSync(repo, { recursive: true, force: true });
 });
 
-describe('distributed mode: 2 gateways, 1 scheduler, 1 worker over Redis', () => {
+describe('distributed mode: 2 gateways, 1 scheduler, 2 workers over Redis', () => {
   it('answers HTTP inference through either gateway', async () => {
     expectHttpAnswer(await inferHttp(gateways[0], 100), 100);
     expectHttpAnswer(await inferHttp(gateways[1], 200), 200);
@@ -162,11 +168,14 @@ describe('distributed mode: 2 gateways, 1 scheduler, 1 worker over Redis', () =>
     const bases = range(16, (i) => 1000 + 10 * i);
     const answers = await Promise.all(bases.map((b, i) => inferHttp(gateways[i % 2], b)));
     answers.forEach((a, i) => expectHttpAnswer(a, bases[i]));
-    const stats = (await (await fetch(`http://127.0.0.1:${worker.http}/v2/models/simple/stats`)).json()) as Msg;
-    const batches = (stats.model_stats[0].batch_stats as Msg[]).map((b) => [Number(b.batch_size), Number(b.compute_infer.count)]);
+    const batches: number[][] = [];
+    for (const w of [worker, spare]) {
+      const stats = (await (await fetch(`http://127.0.0.1:${w.http}/v2/models/simple/stats`)).json()) as Msg;
+      batches.push(...(stats.model_stats[0].batch_stats as Msg[]).map((b) => [Number(b.batch_size), Number(b.compute_infer.count)]));
+    }
     const largest = Math.max(...batches.map(([size]) => size));
     expect(largest).toBeGreaterThan(1);
-    // Every inference ran on the worker, once: 2 + 1 + 16 (the invalid request never left its gateway).
+    // Every inference ran on a worker, once: 2 + 1 + 16 (the invalid request never left its gateway).
     expect(batches.reduce((n, [size, count]) => n + size * count, 0)).toBe(19);
   });
 
@@ -198,6 +207,32 @@ describe('distributed mode: 2 gateways, 1 scheduler, 1 worker over Redis', () =>
     }
   });
 
+  it('a worker killed (-9) mid-batch: the batches it held run again on the other worker, every request answered correctly', async () => {
+    const x = [1, 2, 3, 4];
+    const slow = (g: Role): Promise<[number, Msg]> =>
+      fetch(`http://127.0.0.1:${g.http}/v2/models/slow_scale/infer`, {
+        method: 'POST',
+        signal: AbortSignal.timeout(20_000),
+        body: JSON.stringify({ inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 4], data: x }] }),
+      }).then(async (res) => [res.status, (await res.json()) as Msg]);
+    // Steady load through both gateways; the spare worker is killed while it holds batches.
+    const sent: Array<Promise<[number, Msg]>> = [];
+    const started = Date.now();
+    let killed = false;
+    while (Date.now() - started < 5000) {
+      sent.push(slow(gateways[0]), slow(gateways[1]));
+      if (!killed && Date.now() - started > 400) {
+        spare.child.kill('SIGKILL');
+        killed = true;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    for (const [status, answer] of await Promise.all(sent)) {
+      expect([status, answer.outputs?.[0]?.data]).toEqual([200, [2, 4, 6, 8]]);
+    }
+    expect(scheduler.log()).toMatch(/batch \S+ of 'slow_scale\/1' handed again to worker-\S+ \(worker worker-\S+ is gone\)/);
+  });
+
   // Last: it kills the worker.
   it('a worker killed (-9): every request gets an answer (no hang), new ones UNAVAILABLE within seconds, and a new worker takes over', async () => {
     const body = JSON.stringify({
@@ -225,9 +260,10 @@ describe('distributed mode: 2 gateways, 1 scheduler, 1 worker over Redis', () =>
     worker = await startRole('worker');
     await ready(worker);
     const deadline = Date.now() + 10_000;
+    // Each gateway sees the new worker at its next read of the cluster's table (every second).
     for (;;) {
-      const [status] = await infer(gateways[1]);
-      if (status === 200) break;
+      const statuses = await Promise.all(gateways.map(async (g) => (await infer(g))[0]));
+      if (statuses.every((st) => st === 200)) break;
       expect(Date.now()).toBeLessThan(deadline);
       await new Promise((r) => setTimeout(r, 200));
     }

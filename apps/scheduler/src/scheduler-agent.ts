@@ -61,13 +61,15 @@ class QueuedSink implements ResponseSink {
  * execute-batch message. The batch's requests are acked on the request queue once the worker
  * reports it done (batch-done), so a scheduler that dies before leaves them to another one.
  *
- * Instances: every worker serving the version when the scheduler opens it, in order
- * (instance i of the model = one instance of one worker). Workers that come later are not used
- * until the version is opened again (not done yet).
+ * Instances: the live workers' instances, in a stable order (instance i of the model = one
+ * instance of one worker, modulo their number). When more instances are live than the version's
+ * scheduler was opened for (a worker joined), a new scheduler for the version takes the new
+ * requests and the old one drains.
  */
 export class SchedulerAgent {
   private readonly host: SchedulerHost;
-  private readonly opened = new Map<string, { key: ModelKey; subscription: Subscription }>();
+  /** Per version (`<name>/<version>`): its scheduler's key now (`<name>/<version>#<n>`), for how many instances. */
+  private readonly opened = new Map<string, { key: ModelKey; generation: number; instances: number; config: ModelConfig; depth: number; subscription: Subscription }>();
   private readonly targets = new Map<ModelKey, Array<{ workerId: string; instance: number }>>();
   private readonly running = new Map<string, RunningBatch>();
   private mailbox?: Subscription;
@@ -106,24 +108,36 @@ export class SchedulerAgent {
     }
     // Versions served here follow the live workers: a worker that joins takes batches, one that is
     // gone (no heartbeat) takes none, and the batches it held go to a live one (or fail UNAVAILABLE).
-    for (const [id, { key }] of this.opened) {
-      this.targets.set(key, targetsOf(byVersion.get(id) ?? []));
-      this.rescue(key);
+    for (const [id, open] of this.opened) {
+      const targets = targetsOf(byVersion.get(id) ?? []);
+      this.targets.set(id, targets);
+      this.rescue(id);
+      if (targets.length > open.instances) {
+        const old = open.key;
+        open.generation++;
+        open.key = `${id}#${open.generation}`;
+        open.instances = targets.length;
+        this.host.open(open.key, open.config, { instances: targets.length, depth: open.depth });
+        void this.host.close(old).catch(() => undefined);
+        this.log('info', `scheduler ${this.schedulerId}: batching '${id}' for ${targets.length} instance(s)`);
+      }
     }
     for (const [id, entries] of byVersion) {
       if (this.opened.has(id)) continue;
-      const key = id;
+      const key = `${id}#1`;
       const targets = targetsOf(entries);
-      this.targets.set(key, targets);
+      this.targets.set(id, targets);
       const config: ModelConfig = entries[0].config;
-      const capacity: WorkerCapacity = { instances: targets.length, depth: Math.max(CLUSTER_PIPELINE_DEPTH, Math.min(...entries.map((e) => e.depth))) };
+      const depth = Math.max(CLUSTER_PIPELINE_DEPTH, Math.min(...entries.map((e) => e.depth)));
+      const capacity: WorkerCapacity = { instances: targets.length, depth };
       this.host.open(key, config, capacity);
       const [name, version] = [entries[0].name, entries[0].version];
-      const subscription = await this.port.consume(requestQueueOf(name, version), (d) => this.onRequest(key, d), {
+      const open = { key, generation: 1, instances: targets.length, config, depth, subscription: undefined as unknown as Subscription };
+      this.opened.set(id, open);
+      open.subscription = await this.port.consume(requestQueueOf(name, version), (d) => this.onRequest(open.key, d), {
         consumer: this.schedulerId,
         prefetch: 4096,
       });
-      this.opened.set(id, { key, subscription });
       this.log('info', `scheduler ${this.schedulerId}: batching '${name}' version ${version} for ${targets.length} instance(s)`);
     }
   }
@@ -181,7 +195,8 @@ export class SchedulerAgent {
     });
   }
 
-  private execute(key: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
+  private execute(schedulerKey: ModelKey, instance: number, items: ExecutionItem[]): Promise<void> {
+    const key = schedulerKey.split('#')[0];
     const target = this.targetOf(key, instance);
     if (!target) {
       for (const i of items) i.sink.fail(SchedulerAgent.lost(key));
