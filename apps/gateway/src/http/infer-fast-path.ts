@@ -217,10 +217,13 @@ export class InferFastPath {
         onResponse: (response, final) => {
           if (response) last = response;
           if (!final) return;
+          // Encoding throws for outputs the form cannot carry (FP16 asked for as JSON, BYTES that are
+          // not UTF-8): thrown back to the core, which answers through onError and counts a failure.
+          const encoded = last !== undefined ? encodeInferResponseText(last, outputForm) : undefined;
           open.delete(abort);
           const trace = request.trace;
           trace?.mark('HTTP_SEND_START');
-          if (last) answer(req, res, last, outputForm);
+          if (encoded !== undefined) respond(req, res, encoded);
           else fail(res, InferenceError.internal(`model '${model}' sent no response`));
           releaseWhenSent(res, outputForm);
           settled();
@@ -264,17 +267,6 @@ function releaseWhenSent(res: ServerResponse, form: OutputForm): void {
 }
 
 /** Encodes (outputs bound for shared memory are written there now) and writes the response, or the error. */
-function answer(req: IncomingMessage, res: ServerResponse, response: InferenceResponse, form: OutputForm): void {
-  let encoded: EncodedResponseText;
-  try {
-    encoded = encodeInferResponseText(response, form);
-  } catch (e) {
-    fail(res, e);
-    return;
-  }
-  respond(req, res, encoded);
-}
-
 /** A function that runs `fn` the second time it is called. */
 function onSecondCall(fn: () => void): () => void {
   let calls = 0;
