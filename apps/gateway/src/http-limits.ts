@@ -27,7 +27,7 @@ export const DEFAULT_HTTP_LIMITS: Readonly<HttpLimits> = {
   headerTimeoutSecs: 30,
   maxConnections: 4096,
   maxUnansweredPerConnection: 16,
-  maxInflightBodyBytes: 64 * 1024 * 1024,
+  maxInflightBodyBytes: 32 * 1024 * 1024,
 };
 
 /** How long a body waits for room in the budget: half the request timeout, at most 30 s. */

@@ -98,7 +98,7 @@ export function defaultServeOptions(): ServeOptions {
     httpRequestTimeoutSecs: 60,
     httpHeaderTimeoutSecs: 30,
     httpMaxConnections: 4096,
-    httpMaxInflightBodyBytes: 64 * 1024 * 1024,
+    httpMaxInflightBodyBytes: 32 * 1024 * 1024,
     allowGrpc: true,
     grpcAddress: '0.0.0.0',
     grpcPort: 8001,
