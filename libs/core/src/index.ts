@@ -1,3 +1,4 @@
+export * from './buffer-pool';
 export * from './core';
 export * from './config-pipeline';
 export * from './model-manager';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SharedMemoryErrors as Errors } from '@nereid/protocol';
-import { InputBufferPool } from './input-buffer-pool';
+import { BufferPool } from './buffer-pool';
 
 /** A registered system region as the status endpoints list it (Triton's JSON and proto field names). */
 export interface SystemRegionStatus {
@@ -148,7 +148,7 @@ export class SharedMemoryUse {
 
   constructor(
     private readonly shm: SystemSharedMemory,
-    private readonly pool: InputBufferPool,
+    private readonly pool: BufferPool,
   ) {}
 
   /** An input's bytes from region `name` (Triton's checks first), in a buffer held until release. */
@@ -217,7 +217,7 @@ export class SystemSharedMemory {
   readonly maxInputBytes: number;
   private readonly dir: string;
   private readonly regions = new Map<string, SystemRegion>();
-  private readonly inputBuffers = new InputBufferPool();
+  private readonly inputBuffers = new BufferPool();
 
   constructor(options: SharedMemoryOptions) {
     this.enabled = options.enabled;
