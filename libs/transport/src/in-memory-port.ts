@@ -3,7 +3,7 @@ import {
   DEFAULT_CLAIM_IDLE_MS, DEFAULT_PREFETCH,
   type ConsumeOptions, type Delivery, type MessagePort, type Subscription,
 } from './port';
-import { TransportErrors } from './transport-errors';
+import { PortSubscriptions } from './port-subscriptions';
 
 /**
  * The embedded adapter: ports of one process share an InMemoryBroker and messages pass by
@@ -216,8 +216,7 @@ class MemoryListener implements Listener, Subscription {
 
 
 export class InMemoryPort implements MessagePort {
-  private readonly subscriptions = new Set<Subscription>();
-  private closed = false;
+  private readonly subscriptions = new PortSubscriptions();
 
   constructor(
     private readonly broker: InMemoryBroker = new InMemoryBroker(),
@@ -225,58 +224,42 @@ export class InMemoryPort implements MessagePort {
   ) {}
 
   async enqueue(queue: string, message: TransportMessage): Promise<void> {
-    this.check();
+    this.subscriptions.check();
     this.broker.queue(queue).push(message);
   }
 
   async consume(queue: string, handler: (d: Delivery) => void, options: ConsumeOptions = {}): Promise<Subscription> {
-    this.check();
+    this.subscriptions.check();
     const q = this.broker.queue(queue);
     const c = new MemoryConsumer(
       q, handler, options.prefetch ?? DEFAULT_PREFETCH, options.claimIdleMs ?? DEFAULT_CLAIM_IDLE_MS, this.onError,
     );
     q.consumers.push(c);
     q.schedule();
-    return this.track(c);
+    return this.subscriptions.track(c);
   }
 
   async send(mailbox: string, message: TransportMessage): Promise<void> {
-    this.check();
+    this.subscriptions.check();
     for (const l of this.broker.listeners('mailbox', mailbox)) l.deliver(message);
   }
 
   async receive(mailbox: string, handler: (m: TransportMessage) => void): Promise<Subscription> {
-    this.check();
-    return this.track(new MemoryListener(this.broker.listeners('mailbox', mailbox), handler, this.onError));
+    this.subscriptions.check();
+    return this.subscriptions.track(new MemoryListener(this.broker.listeners('mailbox', mailbox), handler, this.onError));
   }
 
   async publish(topic: string, message: TransportMessage): Promise<void> {
-    this.check();
+    this.subscriptions.check();
     for (const l of this.broker.listeners('topic', topic)) l.deliver(message);
   }
 
   async subscribe(topic: string, handler: (m: TransportMessage) => void): Promise<Subscription> {
-    this.check();
-    return this.track(new MemoryListener(this.broker.listeners('topic', topic), handler, this.onError));
+    this.subscriptions.check();
+    return this.subscriptions.track(new MemoryListener(this.broker.listeners('topic', topic), handler, this.onError));
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all([...this.subscriptions].map((s) => s.close()));
-    this.subscriptions.clear();
-  }
-
-  private track(s: Subscription): Subscription {
-    this.subscriptions.add(s);
-    return {
-      close: async () => {
-        this.subscriptions.delete(s);
-        await s.close();
-      },
-    };
-  }
-
-  private check(): void {
-    if (this.closed) throw TransportErrors.portClosed();
+    await this.subscriptions.closeAll();
   }
 }

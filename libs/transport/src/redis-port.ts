@@ -8,6 +8,7 @@ import {
   DEFAULT_CLAIM_IDLE_MS, DEFAULT_PREFETCH,
   type ConsumeOptions, type Delivery, type MessagePort, type Subscription,
 } from './port';
+import { PortSubscriptions } from './port-subscriptions';
 import { TransportErrors } from './transport-errors';
 
 /**
@@ -91,10 +92,9 @@ export class RedisPort implements MessagePort {
   private readonly prefix: string;
   private readonly group: string;
   private readonly onError: (e: unknown) => void;
-  private readonly subscriptions = new Set<Subscription>();
+  private readonly subscriptions = new PortSubscriptions();
   private readonly topicHandlers = new Map<string, Set<(m: TransportMessage) => void>>();
   private sub?: Redis;
-  private closed = false;
   /** When this port last renewed each mailbox's expiry (Date.now()). */
   private readonly expiresRenewed = new Map<string, number>();
 
@@ -129,7 +129,7 @@ export class RedisPort implements MessagePort {
   }
 
   async enqueue(queue: string, message: TransportMessage): Promise<void> {
-    this.check();
+    this.subscriptions.check();
     const data = encodeMessage(message);
     try {
       await this.timed(data.length, this.cmd.xadd(this.key('q', queue), '*', 'm', data));
@@ -139,18 +139,18 @@ export class RedisPort implements MessagePort {
   }
 
   async consume(queue: string, handler: (d: Delivery) => void, options: ConsumeOptions = {}): Promise<Subscription> {
-    this.check();
+    this.subscriptions.check();
     const consumer = new StreamConsumer(
       this.cmd, this.blockingConnection(), this.key('q', queue), this.group,
       options.consumer ?? `c-${randomUUID()}`, options.prefetch ?? DEFAULT_PREFETCH,
       options.claimIdleMs ?? DEFAULT_CLAIM_IDLE_MS, handler, this.onError,
     );
     await consumer.start();
-    return this.track(consumer);
+    return this.subscriptions.track(consumer);
   }
 
   async send(mailbox: string, message: TransportMessage): Promise<void> {
-    this.check();
+    this.subscriptions.check();
     const key = this.key('m', mailbox);
     const data = encodeMessage(message);
     try {
@@ -171,14 +171,14 @@ export class RedisPort implements MessagePort {
   }
 
   async receive(mailbox: string, handler: (m: TransportMessage) => void): Promise<Subscription> {
-    this.check();
+    this.subscriptions.check();
     const reader = new MailboxReader(this.cmd, this.blockingConnection(), this.key('m', mailbox), handler, this.onError);
     await reader.start();
-    return this.track(reader);
+    return this.subscriptions.track(reader);
   }
 
   async publish(topic: string, message: TransportMessage): Promise<void> {
-    this.check();
+    this.subscriptions.check();
     try {
       const data = encodeMessage(message);
       await this.timed(data.length, this.cmd.publish(this.key('t', topic), data));
@@ -188,7 +188,7 @@ export class RedisPort implements MessagePort {
   }
 
   async subscribe(topic: string, handler: (m: TransportMessage) => void): Promise<Subscription> {
-    this.check();
+    this.subscriptions.check();
     const sub = await this.subscriber();
     const channel = this.key('t', topic);
     let handlers = this.topicHandlers.get(channel);
@@ -203,7 +203,7 @@ export class RedisPort implements MessagePort {
     }
     const mine = (m: TransportMessage): void => handler(m);
     handlers.add(mine);
-    return this.track({
+    return this.subscriptions.track({
       close: async () => {
         handlers!.delete(mine);
         if (handlers!.size === 0 && this.topicHandlers.get(channel) === handlers) {
@@ -246,26 +246,10 @@ export class RedisPort implements MessagePort {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.all([...this.subscriptions].map((s) => s.close()));
-    this.subscriptions.clear();
+    if (this.subscriptions.closed) return;
+    await this.subscriptions.closeAll();
     this.sub?.disconnect();
     this.cmd.disconnect();
-  }
-
-  private track(s: Subscription): Subscription {
-    this.subscriptions.add(s);
-    return {
-      close: async () => {
-        this.subscriptions.delete(s);
-        await s.close();
-      },
-    };
-  }
-
-  private check(): void {
-    if (this.closed) throw TransportErrors.portClosed();
   }
 
   /**
