@@ -33,8 +33,8 @@ import { checkInferStructure } from './infer-dto';
 /** How the response should carry each output. */
 export interface OutputForm {
   defaultBinary: boolean;
-  /** Per requested output: true = binary section, false = JSON. */
-  binary: Map<string, boolean>;
+  /** Per requested output: true = binary section, false = JSON; made only when a request names one (none: every output takes `defaultBinary`). */
+  binary?: Map<string, boolean>;
   /**
    * The request's client shared memory: inputs read from regions, outputs bound to regions. The
    * caller releases it (`releaseSharedMemory`) once the response is sent or the request failed.
@@ -201,7 +201,7 @@ function decodeRawBinary(body: Buffer, model: string, version: number, inputs: r
       throw CoreRequestErrors.rawBytesShape('', raw.name);
     }
     request.inputs.push({ name: raw.name, datatype: 'BYTES', shape, data: [new Uint8Array(body)] });
-    return { request, form: { defaultBinary: true, binary: new Map() } };
+    return { request, form: { defaultBinary: true } };
   }
   const size = ELEMENT_SIZE[raw.datatype];
   shape = raw.shape.map((d, i) => (i === 0 && d === -1 ? 1 : d));
@@ -215,7 +215,7 @@ function decodeRawBinary(body: Buffer, model: string, version: number, inputs: r
   }
   const data = tensorDataFromBytes(raw.datatype, shape, body, raw.name, model);
   request.inputs.push({ name: raw.name, datatype: raw.datatype, shape, data });
-  return { request, form: { defaultBinary: true, binary: new Map() } };
+  return { request, form: { defaultBinary: true } };
 }
 
 /**
@@ -246,7 +246,7 @@ export function decodeInferRequest(
   const request = newInferenceRequest(model, version);
   request.id = json.id ?? '';
   const { binaryDataOutput } = applyRequestParameters(request, parseParams(exact.parametersOf(json.parameters)));
-  const form: OutputForm = { defaultBinary: binaryDataOutput, binary: new Map() };
+  const form: OutputForm = { defaultBinary: binaryDataOutput };
   try {
     decodeInputs(json.inputs, body, jsonLength, request, form, exact, sharedMemory);
     if (json.outputs) request.outputs = json.outputs.map((o) => decodeOutput(o, form, sharedMemory));
@@ -327,7 +327,7 @@ function decodeOutput(
   }
   if (p.binary_data !== undefined) {
     if (typeof p.binary_data !== 'boolean') throw Errors.unableToParse('binary_data', JsonAccess.boolean);
-    form.binary.set(o.name, p.binary_data);
+    (form.binary ??= new Map()).set(o.name, p.binary_data);
   }
   return out;
 }
@@ -354,7 +354,7 @@ export function encodeInferResponseText(response: InferenceResponse, form: Outpu
   const binary: Uint8Array[] = [];
   let exactText = false;
   const outputs = response.outputs.map((t) => {
-    const asBinary = form.binary.get(t.name) ?? form.defaultBinary;
+    const asBinary = form.binary?.get(t.name) ?? form.defaultBinary;
     const out: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size: number }; data?: unknown[] | string } =
       { name: t.name, datatype: t.datatype, shape: t.shape };
     const slice = form.sharedMemory?.output(t.name);

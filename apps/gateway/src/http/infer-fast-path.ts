@@ -98,7 +98,9 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool
     req.resume();
     done(e);
   };
-  req.once('error', fail);
+  // `on` rather than `once` for events that end the read: `fail` and `done` run once anyway, and
+  // `once` allocates a wrapper per request.
+  req.on('error', fail);
   const encoding = req.headers['content-encoding'];
   const compressed = encoding !== undefined && encoding !== 'identity';
   if (declared > SMALL_BODY && !compressed) {
@@ -140,7 +142,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool
     else if (chunks === undefined) chunks = [first, c];
     else chunks.push(c);
   });
-  req.once('end', () => {
+  req.on('end', () => {
     if (failed) return;
     done(undefined, chunks ? Buffer.concat(chunks, size) : (first ?? Buffer.alloc(0)));
   });
@@ -300,18 +302,22 @@ function openRequestsOf(socket: Socket): Set<LazyAbort> {
 }
 
 function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResponseText): void {
-  const encoding = pickEncoding(req.headers['accept-encoding']);
+  const accept = req.headers['accept-encoding'];
+  const encoding = accept === undefined ? undefined : pickEncoding(accept);
+  const binary = encoded.binary;
   // JSON only: the text goes to `end` as it is, and Node sends it in one write with the status
   // line and headers (a Buffer would be a second part of a writev).
-  if (!encoding && encoded.binary.length === 0) return writeJson(res, encoded.json);
+  if (!encoding && binary.length === 0) return writeJson(res, encoded.json);
   const header = Buffer.from(encoded.json);
-  const headerLength = encoded.binary.length > 0 ? header.length : undefined;
-  if (!encoding) return writeParts(res, [header, ...encoded.binary], headerLength);
-  compress(Buffer.concat([header, ...encoded.binary]), encoding).then(
-    (body) => writeParts(res, [body], headerLength, encoding),
+  const headerLength = binary.length > 0 ? header.length : undefined;
+  if (!encoding) return writeParts(res, header, binary, headerLength);
+  compress(Buffer.concat([header, ...binary]), encoding).then(
+    (body) => writeParts(res, body, NO_PARTS, headerLength, encoding),
     (e: unknown) => fail(res, e),
   );
 }
+
+const NO_PARTS: readonly Uint8Array[] = [];
 
 function writeJson(res: ServerResponse, text: string): void {
   // The flat array form: Node walks an object's headers with for-in and hasOwnProperty.
@@ -319,19 +325,27 @@ function writeJson(res: ServerResponse, text: string): void {
   res.end(text);
 }
 
-/** Writes the JSON header and each binary output as they are: no concatenation copy. */
-function writeParts(res: ServerResponse, parts: Uint8Array[], headerLength: number | undefined, encoding?: string): void {
-  let length = 0;
-  for (const p of parts) length += p.byteLength;
-  const headers: Record<string, string | number> =
+/**
+ * Writes `first` (the JSON header, or the whole compressed body) and each binary output as they
+ * are: no concatenation copy. The headers go to writeHead as one flat array, in the order the
+ * object form gave them.
+ */
+function writeParts(res: ServerResponse, first: Uint8Array, rest: readonly Uint8Array[], headerLength: number | undefined, encoding?: string): void {
+  let length = first.byteLength;
+  for (let i = 0; i < rest.length; i++) length += rest[i].byteLength;
+  const headers =
     headerLength !== undefined
-      ? { 'content-type': 'application/octet-stream', 'inference-header-content-length': headerLength, 'content-length': length }
-      : { 'content-type': 'application/json', 'content-length': length };
-  headers[NOSNIFF_NAME] = NOSNIFF_VALUE;
-  if (encoding) headers['content-encoding'] = encoding;
+      ? ['content-type', 'application/octet-stream', 'inference-header-content-length', String(headerLength), 'content-length', String(length), NOSNIFF_NAME, NOSNIFF_VALUE]
+      : ['content-type', 'application/json', 'content-length', String(length), NOSNIFF_NAME, NOSNIFF_VALUE];
+  if (encoding) headers.push('content-encoding', encoding);
   res.writeHead(200, headers);
-  for (let i = 0; i < parts.length - 1; i++) res.write(parts[i]);
-  res.end(parts[parts.length - 1]);
+  if (rest.length === 0) {
+    res.end(first);
+    return;
+  }
+  res.write(first);
+  for (let i = 0; i < rest.length - 1; i++) res.write(rest[i]);
+  res.end(rest[rest.length - 1]);
 }
 
 function fail(res: ServerResponse, e: unknown): void {
