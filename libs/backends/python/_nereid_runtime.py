@@ -185,16 +185,21 @@ class Runtime:
     # -- model control (pb_utils.load_model / unload_model / is_model_ready) ------------------
     def model_control(self, header, builder=None):
         """Sends one MODEL_CONTROL request and waits for the server's answer (a dict)."""
+        return self._call(_MSG_MODEL_CONTROL, header, builder)
+
+    def _call(self, kind, header, builder=None):
+        """Sends one request of `kind` under a fresh id and waits for its answer (see `_on_result`)."""
         with self._lock:
             self._next_bls += 1
             call_id = self._next_bls
             future = concurrent.futures.Future()
             self._pending[call_id] = future
         header["id"] = call_id
-        self.conn.send(_MSG_MODEL_CONTROL, header, builder)
+        self.conn.send(kind, header, builder)
         return self.wait_future(future)
 
-    def _on_model_control_result(self, header):
+    def _on_result(self, header):
+        """The server's answer to a `_call` (MODEL_CONTROL or METRIC_REQUEST)."""
         with self._lock:
             future = self._pending.pop(header["id"], None)
         if future is not None:
@@ -206,20 +211,7 @@ class Runtime:
         if not wait:
             self.conn.send(_MSG_METRIC_REQUEST, header)
             return None
-        with self._lock:
-            self._next_bls += 1
-            call_id = self._next_bls
-            future = concurrent.futures.Future()
-            self._pending[call_id] = future
-        header["id"] = call_id
-        self.conn.send(_MSG_METRIC_REQUEST, header)
-        return self.wait_future(future)
-
-    def _on_metric_result(self, header):
-        with self._lock:
-            future = self._pending.pop(header["id"], None)
-        if future is not None:
-            future.set_result(header)
+        return self._call(_MSG_METRIC_REQUEST, header)
 
     # -- logs ------------------------------------------------------------------------------
     def log(self, level, message, filename, line):
@@ -249,9 +241,9 @@ class Runtime:
             if msg_type == _MSG_BLS_RESULT:
                 return self._on_bls_result(frame[1], frame[2])
             if msg_type == _MSG_METRIC_RESULT:
-                return self._on_metric_result(frame[1])
+                return self._on_result(frame[1])
             if msg_type == _MSG_MODEL_CONTROL_RESULT:
-                return self._on_model_control_result(frame[1])
+                return self._on_result(frame[1])
             if msg_type == _MSG_CANCEL:
                 header = frame[1]
                 with self._lock:
