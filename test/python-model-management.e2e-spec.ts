@@ -8,29 +8,11 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+import { ENSEMBLE_PBTXT, SIMPLE_CONFIG, SIMPLE_ONNX } from './helpers/simple-model';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
 const FIXTURE = path.join(ROOT, 'test/fixtures/python/model_manager');
-const MODEL_ONNX = readFileSync(path.join(ROOT, 'models/simple/1/model.onnx'));
-const TENSOR = (name: string) => ({ name, data_type: 'TYPE_INT32', dims: [16] });
-const SIMPLE_CONFIG = JSON.stringify({
-  backend: 'onnxruntime',
-  max_batch_size: 8,
-  input: [TENSOR('INPUT0'), TENSOR('INPUT1')],
-  output: [TENSOR('OUTPUT0'), TENSOR('OUTPUT1')],
-});
-const ENSEMBLE_PBTXT = `name: "ens_simple"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
-output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 16 ] } ]
-ensemble_scheduling { step [ {
-  model_name: "simple" model_version: -1
-  input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" }
-  output_map { key: "OUTPUT0" value: "SUM" }
-} ] }
-`;
 
 /** Asks `manager` (a model_manager instance) to act; resolves with its RESULT text. */
 async function ask(server: Server, manager: string, action: string, model: string, arg = ''): Promise<string> {
@@ -116,10 +98,10 @@ describe('python models manage models (pb_utils.load_model & co.)', () => {
   });
 
   it('loads with config and file overrides', async () => {
-    const arg = JSON.stringify({ config: SIMPLE_CONFIG, files: { 'file:1/model.onnx': MODEL_ONNX.toString('base64') } });
+    const arg = JSON.stringify({ config: SIMPLE_CONFIG, files: { 'file:1/model.onnx': SIMPLE_ONNX.toString('base64') } });
     expect(await ask(server, 'model_manager', 'load', 'py_override', arg)).toBe('ok');
     expect(await inferSum(server, 'py_override', ['INPUT0', 'INPUT1'])).toEqual([0, 2, 4, 6]);
-    const noConfig = JSON.stringify({ files: { 'file:1/model.onnx': MODEL_ONNX.toString('base64') } });
+    const noConfig = JSON.stringify({ files: { 'file:1/model.onnx': SIMPLE_ONNX.toString('base64') } });
     expect(await ask(server, 'model_manager', 'load', 'py_override2', noConfig)).toBe(
       "error: Failed to load model: Load parameter 'config' must be specified for model file override",
     );

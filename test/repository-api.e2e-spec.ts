@@ -6,38 +6,18 @@
  * index after each step must be the same on both, and the sequence's key answers are checked
  * against Triton's words.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { call, inferenceClient, type Client } from './helpers/grpc-client';
 import { makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+import { ENSEMBLE_PBTXT, SIMPLE_CONFIG, SIMPLE_ONNX } from './helpers/simple-model';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
-const MODEL_ONNX = readFileSync(path.join(ROOT, 'models/simple/1/model.onnx'));
 /** Where an absolute file override would land if it were written. */
 const OUTSIDE = path.join(tmpdir(), `nereid-outside-${process.pid}.onnx`);
-const TENSOR = (name: string) => ({ name, data_type: 'TYPE_INT32', dims: [16] });
-const SIMPLE_CONFIG = JSON.stringify({
-  backend: 'onnxruntime',
-  max_batch_size: 8,
-  input: [TENSOR('INPUT0'), TENSOR('INPUT1')],
-  output: [TENSOR('OUTPUT0'), TENSOR('OUTPUT1')],
-});
-
-/** An ensemble of one step through `simple`: SUM = A + B. */
-const ENSEMBLE_PBTXT = `name: "ens_simple"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
-output [ { name: "SUM" data_type: TYPE_INT32 dims: [ 16 ] } ]
-ensemble_scheduling { step [ {
-  model_name: "simple" model_version: -1
-  input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" }
-  output_map { key: "OUTPUT0" value: "SUM" }
-} ] }
-`;
 
 /** One repository request, in neither protocol's form. */
 interface Step {
@@ -151,11 +131,11 @@ const SEQUENCE: { step: Step; expect?: Partial<Outcome> }[] = [
   { step: { op: 'index' } },
   // Config override and file overrides: the files land in the override model's version folder.
   { step: { op: 'load', model: 'simple', config: JSON.stringify({ ...JSON.parse(SIMPLE_CONFIG), max_batch_size: 4 }) }, expect: { ok: true } },
-  { step: { op: 'load', model: 'over', files: { 'file:1/model.onnx': MODEL_ONNX } }, expect: { ok: false, status: 400, error: "Load parameter 'config' must be specified for model file override" } },
-  { step: { op: 'load', model: 'over', config: SIMPLE_CONFIG, files: { 'file:1/model.onnx': MODEL_ONNX } }, expect: { ok: true } },
+  { step: { op: 'load', model: 'over', files: { 'file:1/model.onnx': SIMPLE_ONNX } }, expect: { ok: false, status: 400, error: "Load parameter 'config' must be specified for model file override" } },
+  { step: { op: 'load', model: 'over', config: SIMPLE_CONFIG, files: { 'file:1/model.onnx': SIMPLE_ONNX } }, expect: { ok: true } },
   { step: { op: 'infer', model: 'over' }, expect: { ok: true, body: [0, 2, 4, 6] } },
-  { step: { op: 'load', model: 'esc', config: SIMPLE_CONFIG, files: { 'file:../escape.onnx': MODEL_ONNX } }, expect: { ok: false, status: 400, error: "Invalid file parameter 'file:../escape.onnx' must stay within model directory." } },
-  { step: { op: 'load', model: 'esc', config: SIMPLE_CONFIG, files: { [`file:${OUTSIDE}`]: MODEL_ONNX } }, expect: { ok: false, status: 400, error: `Invalid file parameter 'file:${OUTSIDE}' must stay within model directory.` } },
+  { step: { op: 'load', model: 'esc', config: SIMPLE_CONFIG, files: { 'file:../escape.onnx': SIMPLE_ONNX } }, expect: { ok: false, status: 400, error: "Invalid file parameter 'file:../escape.onnx' must stay within model directory." } },
+  { step: { op: 'load', model: 'esc', config: SIMPLE_CONFIG, files: { [`file:${OUTSIDE}`]: SIMPLE_ONNX } }, expect: { ok: false, status: 400, error: `Invalid file parameter 'file:${OUTSIDE}' must stay within model directory.` } },
   // A name longer than the file system takes: Triton's words, no server path (was ENAMETOOLONG and a /tmp path).
   { step: { op: 'load', model: 'long', config: '{}', files: { [`file:${'A'.repeat(256)}`]: Buffer.from('a') } }, expect: { ok: false, status: 500, error: "failed to load 'long', failed to poll from model repository" } },
   { step: { op: 'load', model: 'long', config: '{}', files: { [`file:1/${Array.from({ length: 20 }, () => 'x'.repeat(250)).join('/')}`]: Buffer.from('a') } }, expect: { ok: false, status: 500, error: "failed to load 'long', failed to poll from model repository" } },
