@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { RemoteRepositories } from '@nereid/repository';
 import { startS3Emulator, withEnv } from './helpers/cloud-emulators';
 import { describeCloudRepository } from './helpers/cloud-repository-suite';
-import { MODELS, postJson, startTestServer } from './helpers/server';
+import { MODELS, postJson, startError, startTestServer } from './helpers/server';
 
 // s3rver, a real S3 server from npm, started once for this file.
 const { emulator } = describeCloudRepository('S3', () => startS3Emulator('models'));
@@ -15,13 +15,7 @@ describe('S3 credentials', () => {
     const secret = 'not-the-secret-key-9f3a1c';
     const restore = withEnv({ AWS_ACCESS_KEY_ID: 'AKIAUNKNOWNKEY', AWS_SECRET_ACCESS_KEY: secret });
     try {
-      const err = await startTestServer({ modelRepositories: [emulator().repository('repo')] }).then(
-        async (s) => {
-          await s.close();
-          return undefined;
-        },
-        (e: Error) => e,
-      );
+      const err = await startError({ modelRepositories: [emulator().repository('repo')] });
       expect(err?.message).toMatch(/^failed to read model repository 's3:\/\/127\.0\.0\.1:\d+\/models\/repo': .*InvalidAccessKeyId/);
       expect(err?.message).not.toContain(secret);
     } finally {
@@ -58,13 +52,7 @@ describe('TRITON_CLOUD_CREDENTIAL_PATH', () => {
         await server.close();
       }
       // Another path matches only "": its unknown key is refused, its secret never shown.
-      const err = await startTestServer({ modelRepositories: [emu.repository('repo')] }).then(
-        async (s) => {
-          await s.close();
-          return undefined;
-        },
-        (e: Error) => e,
-      );
+      const err = await startError({ modelRepositories: [emu.repository('repo')] });
       expect(err?.message).toMatch(/InvalidAccessKeyId/);
       expect(err?.message).not.toContain('wrong-secret-for-any-path');
     } finally {

@@ -164,6 +164,24 @@ export async function startAzureEmulator(container = 'models'): Promise<CloudEmu
   };
 }
 
+/**
+ * An emulator started before the enclosing `describe`'s tests, with its environment variables set,
+ * and stopped after them; returns the getter of the running emulator.
+ */
+export function useCloudEmulator(start: () => Promise<CloudEmulator>): () => CloudEmulator {
+  let emu: CloudEmulator | undefined;
+  let restoreEnv: (() => void) | undefined;
+  beforeAll(async () => {
+    emu = await start();
+    restoreEnv = withEnv(emu.env);
+  });
+  afterAll(async () => {
+    restoreEnv?.();
+    await emu?.stop();
+  });
+  return () => emu!;
+}
+
 /** Sets environment variables for the duration of a test file; returns the function that restores them. */
 export function withEnv(vars: Record<string, string | undefined>): () => void {
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));

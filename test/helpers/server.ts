@@ -26,6 +26,17 @@ export async function startTestServer(
   return { ...server, http: `http://127.0.0.1:${server.httpPort}` };
 }
 
+/** The error a server start with `options` fails with; undefined (the server closed again) if it starts. */
+export async function startError(options: Parameters<typeof startTestServer>[0]): Promise<Error | undefined> {
+  return startTestServer(options).then(
+    async (s) => {
+      await s.close();
+      return undefined;
+    },
+    (e: Error) => e,
+  );
+}
+
 /** A temporary repository holding copies of the named model folders (from models/ or absolute paths). */
 export function makeRepository(models: Record<string, string>): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'nereid-e2e-'));
