@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { startGrpcServer } from '../apps/gateway/src/grpc';
 import type { RunningNereid } from '../apps/nereid/src/serve';
-import { call, callError, healthClient, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { call, callError, healthClient, inferenceClient, openInferStream, type Client, type Msg } from './helpers/grpc-client';
 import { makeRepository, ROOT, startTestServer } from './helpers/server';
 
 const PROTO_DIR = path.join(ROOT, 'proto');
@@ -323,13 +323,7 @@ describe('ModelStreamInfer', () => {
   });
 
   it('reports errors in error_message and keeps the stream open', async () => {
-    const stream = client.ModelStreamInfer();
-    const messages: Msg[] = [];
-    const done = new Promise<void>((resolve, reject) => {
-      stream.on('data', (m: Msg) => messages.push(m));
-      stream.on('end', resolve);
-      stream.on('error', reject);
-    });
+    const { stream, messages, done } = openInferStream(client);
     stream.write(simpleRequest('a', 1));
     stream.write({ ...simpleRequest('bad-model', 0), model_name: 'nope' });
     const sizeMismatch = simpleRequest('bad-size', 0);
@@ -356,13 +350,7 @@ describe('ModelStreamInfer', () => {
       inputs: [{ name: 'IN', datatype: 'INT32', shape: [values.length] }],
       raw_input_contents: [int32Bytes(values)],
     });
-    const stream = client.ModelStreamInfer();
-    const messages: Msg[] = [];
-    const done = new Promise<void>((resolve, reject) => {
-      stream.on('data', (m: Msg) => messages.push(m));
-      stream.on('end', resolve);
-      stream.on('error', reject);
-    });
+    const { stream, messages, done } = openInferStream(client);
     stream.write(repeat('d1', [5, 6, 7], true));
     stream.write(repeat('d2', [1, 2], false));
     stream.end();

@@ -6,7 +6,7 @@
  * restart is counted, and nothing GPU is exported.
  */
 import * as path from 'node:path';
-import { call, inferenceClient, type Msg } from './helpers/grpc-client';
+import { call, inferenceClient, openInferStream } from './helpers/grpc-client';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
@@ -222,13 +222,7 @@ describe('response statistics of a decoupled model', () => {
     const client = inferenceClient(server.grpcPort);
     try {
       const int32 = (values: number[]) => Buffer.from(new Int32Array(values).buffer);
-      const stream = client.ModelStreamInfer();
-      const messages: Msg[] = [];
-      const done = new Promise<void>((resolve, reject) => {
-        stream.on('data', (m: Msg) => messages.push(m));
-        stream.on('end', resolve);
-        stream.on('error', reject);
-      });
+      const { stream, messages, done } = openInferStream(client);
       // Three responses then a bare final flag; two responses then a bare final flag.
       for (const values of [[5, 6, 7], [1, 2]]) {
         stream.write({ model_name: 'decoupled_repeat', inputs: [{ name: 'IN', datatype: 'INT32', shape: [values.length] }], raw_input_contents: [int32(values)] });

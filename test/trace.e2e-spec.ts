@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { inferenceClient, openInferStream, type Client, type Msg } from './helpers/grpc-client';
 import { getJson, makeRepository, MODELS, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
@@ -157,13 +157,7 @@ describe('trace extension: Triton trace files', () => {
   });
 
   it('writes a decoupled model over a gRPC stream: one INFER_RESPONSE_COMPLETE per response', async () => {
-    const stream = client.ModelStreamInfer();
-    const messages: Msg[] = [];
-    const done = new Promise<void>((resolve, reject) => {
-      stream.on('data', (m: Msg) => messages.push(m));
-      stream.on('end', resolve);
-      stream.on('error', reject);
-    });
+    const { stream, messages, done } = openInferStream(client);
     const values = Int32Array.from([5, 6, 7]);
     stream.write({
       id: 'dec-1',

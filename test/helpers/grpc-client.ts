@@ -51,6 +51,18 @@ export async function callError(client: Client, method: string, request: Msg): P
 type TestServer = Awaited<ReturnType<typeof startTestServer>>;
 
 /** A test server and a gRPC inference client on it. */
+/** A ModelStreamInfer stream, the messages it has sent so far, and a promise of its end (rejected on an error). */
+export function openInferStream(client: Client): { stream: grpc.ClientDuplexStream<Msg, Msg>; messages: Msg[]; done: Promise<void> } {
+  const stream = client.ModelStreamInfer() as grpc.ClientDuplexStream<Msg, Msg>;
+  const messages: Msg[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    stream.on('data', (m: Msg) => messages.push(m));
+    stream.on('end', resolve);
+    stream.on('error', reject);
+  });
+  return { stream, messages, done };
+}
+
 export interface ServerWithClient {
   server: TestServer;
   client: Client;
