@@ -9,17 +9,12 @@ import * as grpc from '@grpc/grpc-js';
 import type { RunningNereid } from '../apps/nereid/src/serve';
 import { call, callError, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
 import { makeRepository, startTestServer } from './helpers/server';
-import { descriptorsOn, INPUT0, INPUT1, ShmObject } from './helpers/shm-region';
+import { descriptorsOn, INPUT0, INPUT1, ShmObjects, type ShmObject } from './helpers/shm-region';
 
 let server: RunningNereid;
 let client: Client;
-const objects: ShmObject[] = [];
-
-function region(label: string, bytes: number): ShmObject {
-  const o = new ShmObject(label, bytes);
-  objects.push(o);
-  return o;
-}
+const objects = new ShmObjects();
+const region = objects.make;
 
 /** InferInput.set_shared_memory / InferRequestedOutput.set_shared_memory, as the client sends them. */
 function shmParams(regionName: string, byteSize: number, offset = 0): Msg {
@@ -50,7 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.close();
   await server?.close();
-  for (const o of objects) o.destroy();
+  objects.destroyAll();
 });
 
 describe("Triton's simple_grpc_shm_client.py, unchanged calls", () => {

@@ -7,18 +7,13 @@
 import * as fs from 'node:fs';
 import type { RunningNereid } from '../apps/nereid/src/serve';
 import { getJson, makeRepository, postJson, startTestServer } from './helpers/server';
-import { descriptorsOn, INPUT0, INPUT1, ShmObject } from './helpers/shm-region';
+import { descriptorsOn, INPUT0, INPUT1, ShmObjects, type ShmObject } from './helpers/shm-region';
 
 type Server = RunningNereid & { http: string };
 
 let server: Server;
-const objects: ShmObject[] = [];
-
-function region(label: string, bytes: number): ShmObject {
-  const o = new ShmObject(label, bytes);
-  objects.push(o);
-  return o;
-}
+const objects = new ShmObjects();
+const region = objects.make;
 
 /** An infer body whose inputs and outputs all live in shared memory (InferInput.set_shared_memory, ...). */
 function shmInfer(input: string, output: string, o: { inOffset1?: number; outSize0?: number; inSize0?: number } = {}): unknown {
@@ -47,7 +42,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
-  for (const o of objects) o.destroy();
+  objects.destroyAll();
 });
 
 describe("Triton's simple_http_shm_client.py, unchanged calls", () => {

@@ -41,6 +41,22 @@ export class ShmObject {
 }
 
 /** INPUT0 = 0..15 and INPUT1 = 1s, as Triton's simple_*_shm_client.py send them. */
+/** The objects one test file makes, destroyed together at its end. */
+export class ShmObjects {
+  private readonly made: ShmObject[] = [];
+
+  /** A new object, destroyed by `destroyAll` (bound: usable as a plain function). */
+  readonly make = (label: string, byteSize: number): ShmObject => {
+    const o = new ShmObject(label, byteSize);
+    this.made.push(o);
+    return o;
+  };
+
+  destroyAll(): void {
+    for (const o of this.made.splice(0)) o.destroy();
+  }
+}
+
 export const INPUT0 = Int32Array.from({ length: 16 }, (_, i) => i);
 export const INPUT1 = new Int32Array(16).fill(1);
 
