@@ -5,33 +5,17 @@
 // 1 worker, three processes), in one run. Prints throughput, p50/p99, the ratio distributed /
 // embedded and the p50 the roles add. Issue 13's targets: ratio >= 0.5, added p50 <= 1.5 ms.
 // Usage: node bench/distributed/run.js [seconds per run=10]   (needs `npm run build` and redis-server)
-const autocannon = require('autocannon');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { ROOT, freePort, startNereid, stop, fmt } = require('../lib/util');
+const { ROOT, freePort, startNereid, stop, simpleBody, postLoad, fmt } = require('../lib/util');
 
 const SECONDS = Number(process.argv[2] || 10);
 const CONNECTIONS = 64;
 
-function simpleBody() {
-  const a = Array.from({ length: 16 }, (_, i) => i);
-  return JSON.stringify({
-    inputs: [
-      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: a },
-      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: a },
-    ],
-  });
-}
-
 function load(port, duration = SECONDS) {
-  return new Promise((resolve, reject) => {
-    autocannon(
-      { url: `http://127.0.0.1:${port}/v2/models/simple/infer`, method: 'POST', body: simpleBody(), headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration },
-      (err, r) => (err ? reject(err) : resolve(r)),
-    );
-  });
+  return postLoad(`http://127.0.0.1:${port}/v2/models/simple/infer`, simpleBody(), { connections: CONNECTIONS, duration });
 }
 
 async function startRedis() {

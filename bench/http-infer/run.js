@@ -5,32 +5,18 @@
 // 1M-element FP32 tensor through an identity model, reporting GB/s of tensor payload in and out,
 // next to a do-nothing node:http echo server (the transport ceiling of this machine) in the same run.
 // Usage: node bench/http-infer/run.js [seconds per round=10] [rounds=3]   (needs `npm run build` first)
-const autocannon = require('autocannon');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, startNereid, startScript, fmt } = require('../lib/util');
+const { ROOT, startNereid, startScript, simpleBody, postLoad, fmt } = require('../lib/util');
 const { spawnSync } = require('node:child_process');
 
 const SECONDS = Number(process.argv[2] || 10);
 const ROUNDS = Number(process.argv[3] || 3);
 const CONNECTIONS = 16;
 
-function simpleBody() {
-  const a = Array.from({ length: 16 }, (_, i) => i);
-  return JSON.stringify({
-    inputs: [
-      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: a },
-      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: a },
-    ],
-  });
-}
-
 function load(url, body, headers = {}, connections = CONNECTIONS, duration = SECONDS) {
-  return new Promise((resolve, reject) => {
-    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, connections, duration },
-      (err, r) => (err ? reject(err) : resolve(r)));
-  });
+  return postLoad(url, body, { connections, duration, headers });
 }
 
 /** The large-tensor client in a fresh node process (60 requests, `conc` in flight). */

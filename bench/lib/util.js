@@ -65,8 +65,28 @@ function startScript(script, args = []) {
   });
 }
 
+/** The JSON body of one request to `simple` (INPUT0 = INPUT1 = 0..15, shape [1, 16]). */
+function simpleBody() {
+  const a = Array.from({ length: 16 }, (_, i) => i);
+  return JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: a },
+      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: a },
+    ],
+  });
+}
+
+/** POSTs `body` (JSON) to `url` from `connections` autocannon clients for `duration` seconds; resolves with autocannon's result. */
+function postLoad(url, body, { connections, duration, headers = {} }) {
+  const autocannon = require('autocannon');
+  return new Promise((resolve, reject) => {
+    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, connections, duration },
+      (err, r) => (err ? reject(err) : resolve(r)));
+  });
+}
+
 function fmt(n, digits = 0) {
   return Number(n).toFixed(digits);
 }
 
-module.exports = { ROOT, MAIN, BIN, freePort, waitFor, startNereid, startScript, stop, fmt };
+module.exports = { ROOT, MAIN, BIN, freePort, waitFor, startNereid, startScript, stop, simpleBody, postLoad, fmt };

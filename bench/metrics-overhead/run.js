@@ -15,11 +15,10 @@
 // A second 'off' server (the control) shows how much two identical servers differ in the same run:
 // on a busy machine that noise can be larger than the cost measured.
 // Usage: node bench/metrics-overhead/run.js [seconds per round=3] [rounds=10]   (needs `npm run build` first)
-const autocannon = require('autocannon');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, startNereid, fmt } = require('../lib/util');
+const { ROOT, startNereid, simpleBody, postLoad, fmt } = require('../lib/util');
 
 /** CPU time (user + system) the process has used so far, ms (Linux /proc). */
 function cpuMs(pid) {
@@ -45,21 +44,8 @@ const CASES = [
   { name: 'off (control)', args: ['--allow-metrics=false'], scrape: false },
 ];
 
-function simpleBody() {
-  const a = Array.from({ length: 16 }, (_, i) => i);
-  return JSON.stringify({
-    inputs: [
-      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: a },
-      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: a },
-    ],
-  });
-}
-
 function load(url, body, duration) {
-  return new Promise((resolve, reject) => {
-    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration },
-      (err, r) => (err ? reject(err) : resolve(r)));
-  });
+  return postLoad(url, body, { connections: CONNECTIONS, duration });
 }
 
 /** Scrapes the metrics port once a second until stopped; returns the scrape count. */

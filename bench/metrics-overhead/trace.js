@@ -8,11 +8,10 @@
 // control (the difference between two identical servers is the noise floor). Metrics stay at their defaults in
 // every case. Prints req/s per case and each case's cost against 'off'; target at rate 1000: <= 5 %.
 // Usage: node bench/metrics-overhead/trace.js [seconds per round=3] [rounds=10]   (needs `npm run build` first)
-const autocannon = require('autocannon');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, startNereid, fmt } = require('../lib/util');
+const { ROOT, startNereid, simpleBody, postLoad, fmt } = require('../lib/util');
 
 const SECONDS = Number(process.argv[2] || 3);
 const ROUNDS = Number(process.argv[3] || 10);
@@ -23,21 +22,8 @@ function traceArgs(dir, name, rate) {
     '--trace-config', `triton,file=${path.join(dir, name)}`, '--trace-config', 'triton,log-frequency=10'];
 }
 
-function simpleBody() {
-  const a = Array.from({ length: 16 }, (_, i) => i);
-  return JSON.stringify({
-    inputs: [
-      { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: a },
-      { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: a },
-    ],
-  });
-}
-
 function load(url, body, duration) {
-  return new Promise((resolve, reject) => {
-    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration },
-      (err, r) => (err ? reject(err) : resolve(r)));
-  });
+  return postLoad(url, body, { connections: CONNECTIONS, duration });
 }
 
 /** Traces written to `<dir>/<name>.<n>` files. */

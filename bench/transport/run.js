@@ -7,22 +7,12 @@
 // Both ports run in this one process (two Redis ports: the gateway's and the worker's connections).
 // Usage (after `npm run build`): node bench/transport/run.js [seconds=5] [concurrency=64]
 const { spawn } = require('node:child_process');
-const net = require('node:net');
 const path = require('node:path');
+const { freePort } = require('../lib/util');
 
 const T = require(path.resolve(__dirname, '../../dist/libs/transport/src'));
 const seconds = Number(process.argv[2] ?? 5);
 const concurrency = Number(process.argv[3] ?? 64);
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function startRedis() {
   const port = await freePort();
