@@ -21,7 +21,7 @@ if (!args.has('--install')) {
   if (args.has('--redis') && !process.env.REDIS_URL) {
     const rs = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
     if (rs.error || rs.status !== 0) {
-      problems.push('redis-server was not found on PATH: the distributed tests need it ' +
+      problems.push('redis-server was not found on PATH: the message-port and distributed tests need it ' +
         '(apt-get install redis-server) or REDIS_URL pointing at a Redis server.');
     }
   }
