@@ -2,25 +2,16 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync }
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { InferenceRequest } from '@nereid/protocol';
-import { InferenceError } from '@nereid/protocol';
+import { InferenceError, newInferenceRequest } from '@nereid/protocol';
 import { fileUnder } from './trace-paths';
 import { defaultTraceStartup } from './trace-settings';
 import { Tracer } from './tracer';
 
 function request(id: string, parentTrace?: InferenceRequest['trace']): InferenceRequest {
-  return {
-    id,
-    modelName: 'm',
-    modelVersion: -1,
-    inputs: [{ name: 'X', datatype: 'INT32', shape: [2], data: Int32Array.from([4, 5]) }],
-    parameters: {},
-    sequenceId: 0n,
-    sequenceStart: false,
-    sequenceEnd: false,
-    priority: 0,
-    timeoutUs: 0,
-    ...(parentTrace ? { parentTrace } : {}),
-  };
+  const r = newInferenceRequest('m', -1);
+  r.id = id;
+  r.inputs = [{ name: 'X', datatype: 'INT32', shape: [2], data: Int32Array.from([4, 5]) }];
+  return parentTrace ? Object.assign(r, { parentTrace }) : r;
 }
 
 describe('Tracer', () => {

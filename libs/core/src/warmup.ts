@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { resolveInside, type ModelConfig, type ModelWarmup, type ModelWarmupInput } from '@nereid/model-config';
 import {
   InferenceError,
+  newInferenceRequest,
   toInferenceError,
   type ExecutionItem,
   type InferenceRequest,
@@ -89,18 +90,9 @@ function warmupError(name: string, e: unknown): InferenceError {
 }
 
 function warmupRequest(config: ModelConfig, sample: WarmupSample): InferenceRequest {
-  return {
-    id: '',
-    modelName: config.name ?? '',
-    modelVersion: -1,
-    inputs: sample.inputs,
-    parameters: {},
-    sequenceId: 0n,
-    sequenceStart: false,
-    sequenceEnd: false,
-    priority: 0,
-    timeoutUs: 0,
-  };
+  const request = newInferenceRequest(config.name ?? '', -1);
+  request.inputs = sample.inputs;
+  return request;
 }
 
 /** Collects one request's answer: resolves at its final response, rejects on its error. */

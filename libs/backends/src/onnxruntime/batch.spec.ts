@@ -1,4 +1,4 @@
-import type { ExecutionItem, InferenceRequest } from '@nereid/protocol';
+import { newInferenceRequest, type ExecutionItem } from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
 import { groupCompatible } from './batch';
 
@@ -8,18 +8,9 @@ function tensor(name: string, shape: number[], datatype = 'FP32'): Tensor {
 }
 
 function item(id: string, inputs: Tensor[]): ExecutionItem {
-  const request: InferenceRequest = {
-    id,
-    modelName: 'm',
-    modelVersion: -1,
-    inputs,
-    parameters: {},
-    sequenceId: 0n,
-    sequenceStart: false,
-    sequenceEnd: false,
-    priority: 0,
-    timeoutUs: 0,
-  };
+  const request = newInferenceRequest('m', -1);
+  request.id = id;
+  request.inputs = inputs;
   return { request, sink: { send: () => undefined, fail: () => undefined } };
 }
 

@@ -1,7 +1,7 @@
 // Helpers shared by the onnxruntime backend's spec files (real sessions on the generated models).
 import * as path from 'node:path';
 import type { ModelConfig } from '@nereid/model-config';
-import type { ExecutionItem, InferenceError, InferenceRequest, InferenceResponse, RequestedOutput } from '@nereid/protocol';
+import { newInferenceRequest, type ExecutionItem, type InferenceError, type InferenceRequest, type InferenceResponse, type RequestedOutput } from '@nereid/protocol';
 import type { Tensor } from '@nereid/tensor';
 import type { InstanceSpec, LoadContext } from '../backend';
 
@@ -25,20 +25,11 @@ export function loadContext(
 }
 
 export function request(modelName: string, inputs: Tensor[], outputs?: string[], id = ''): InferenceRequest {
-  const requested: RequestedOutput[] | undefined = outputs?.map((name) => ({ name }));
-  return {
-    id,
-    modelName,
-    modelVersion: -1,
-    inputs,
-    outputs: requested,
-    parameters: {},
-    sequenceId: 0n,
-    sequenceStart: false,
-    sequenceEnd: false,
-    priority: 0,
-    timeoutUs: 0,
-  };
+  const r = newInferenceRequest(modelName, -1);
+  r.id = id;
+  r.inputs = inputs;
+  r.outputs = outputs?.map((name): RequestedOutput => ({ name }));
+  return r;
 }
 
 /** An execution item whose sink settles `result` with the final response or the error. */
