@@ -13,19 +13,21 @@ async function linesOf(file: string, count: number): Promise<string[]> {
   throw new Error(`${file} did not get ${count} lines`);
 }
 
+/** Every level on, default format, into `file`. */
+const settings = (file: string): LogSettings => ({
+  log_file: file,
+  log_info: true,
+  log_warning: true,
+  log_error: true,
+  log_verbose_level: 0,
+  log_format: 'default',
+});
+
 describe('ServerLogger', () => {
   it('writes each message as one line, client text escaped', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'nereid-log-'));
     const file = path.join(dir, 'server.log');
-    const settings: LogSettings = {
-      log_file: file,
-      log_info: true,
-      log_warning: true,
-      log_error: true,
-      log_verbose_level: 0,
-      log_format: 'default',
-    };
-    const logger = new ServerLogger(settings);
+    const logger = new ServerLogger(settings(file));
     const name = "m\nI0101 00:00:00.000000 1 nereid] successfully loaded 'admin'\r\x1b[2J";
     logger.log('error', `failed to load '${name}': bad`);
     logger.log('info', 'next');
@@ -39,15 +41,6 @@ describe('ServerLogger', () => {
 });
 
 describe('ServerLogger at run time', () => {
-  const settings = (file: string): LogSettings => ({
-    log_file: file,
-    log_info: true,
-    log_warning: true,
-    log_error: true,
-    log_verbose_level: 0,
-    log_format: 'default',
-  });
-
   it('follows the live settings: levels, json format, another file, request ids', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'nereid-log-'));
     const first = path.join(dir, 'a.log');
