@@ -74,7 +74,7 @@ export class CacheSync {
         report.skipped.push(`'${o.key}': ${problem}`);
         continue;
       }
-      wanted.set(o.key.endsWith('/') ? o.key.slice(0, -1) + '/' : o.key, o);
+      wanted.set(o.key, o);
     }
     const files = new Set([...wanted.keys()].filter((k) => !k.endsWith('/')));
     // A file and a folder of the same name: the folder wins (the file cannot exist beside it).
