@@ -112,12 +112,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
   );
   // Ensembles send their steps back through the core, each to its own model's scheduler.
   const scheduler = new SchedulerHost(worker, {
-    inferStep: (request, sink) =>
-      core.infer(request, {
-        onResponse: (r, final) => sink.send(r, final),
-        onError: (e) => sink.fail(e),
-        onExecuted: (stats) => sink.executed?.(stats),
-      }),
+    inferStep: (request, sink) => core.infer(request, new StepObserver(sink)),
     modelConfig: (name, version) => core.servedConfig(name, version),
     onBatch: (report) => core.onBatch(report),
   });
