@@ -181,7 +181,7 @@ export class SharedMemoryUse {
 
   /** Releases the output slices and gives the input buffers back (idempotent). */
   release(): void {
-    if (this.outputs) releaseSlices(this.outputs.values());
+    if (this.outputs) for (const s of this.outputs.values()) s.release();
     this.outputs = undefined;
     if (this.inputs) for (const b of this.inputs) this.pool.release(b);
     this.inputs = undefined;
@@ -310,9 +310,4 @@ export class SystemSharedMemory {
       region.drop();
     }
   }
-}
-
-/** Releases every slice held (an error path); never throws. */
-export function releaseSlices(slices: Iterable<SharedMemorySlice>): void {
-  for (const s of slices) s.release();
 }
