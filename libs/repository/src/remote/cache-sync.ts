@@ -41,6 +41,16 @@ function parents(rel: string): string[] {
   return segs.slice(0, -1).map((_, i) => segs.slice(0, i + 1).join('/'));
 }
 
+/** The folders that `keys` (relative paths; a trailing `/` marks a folder) name or lie in. */
+function foldersOf(keys: Iterable<string>): Set<string> {
+  const out = new Set<string>();
+  for (const k of keys) {
+    if (k.endsWith('/')) out.add(k.slice(0, -1));
+    for (const p of parents(k)) out.add(p);
+  }
+  return out;
+}
+
 /**
  * Keeps a local folder equal to a cloud repository folder: on each sync, objects whose version
  * (ETag / generation) changed are downloaded (to a staging folder, then renamed into place, so a
@@ -78,11 +88,7 @@ export class CacheSync {
     }
     const files = new Set([...wanted.keys()].filter((k) => !k.endsWith('/')));
     // A file and a folder of the same name: the folder wins (the file cannot exist beside it).
-    const folders = new Set<string>();
-    for (const k of wanted.keys()) {
-      if (k.endsWith('/')) folders.add(k.slice(0, -1));
-      for (const p of parents(k)) folders.add(p);
-    }
+    const folders = foldersOf(wanted.keys());
     for (const f of files) {
       if (folders.has(f)) {
         report.skipped.push(`'${f}': a folder of the same name exists`);
@@ -154,12 +160,7 @@ export class CacheSync {
 
   /** Folders that hold (or are marked as) objects of the store, by relative path. */
   private folders(): Set<string> {
-    const out = new Set<string>();
-    for (const k of this.manifest.keys()) {
-      if (k.endsWith('/')) out.add(k.slice(0, -1));
-      for (const p of parents(k)) out.add(p);
-    }
-    return out;
+    return foldersOf(this.manifest.keys());
   }
 
   /**
