@@ -1,10 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
+import { BufferPool, type InferenceCore, type SystemSharedMemory } from '@nereid/core';
 import { HttpRequestErrors, InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import type { BodyBudget } from './body-budget';
-import { BodyBufferPool } from './body-pool';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
 import {
@@ -82,7 +81,7 @@ type BodyCallback = (error: unknown, body?: Buffer, pooled?: Buffer) => void;
  * A small body is kept as the chunk the socket delivered (a copy of a few bytes costs less than
  * a buffer of its own per request; the codec copies a misaligned tensor).
  */
-function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool: BodyBufferPool, budget: BodyBudget | undefined, done: BodyCallback): void {
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool: BufferPool, budget: BodyBudget | undefined, done: BodyCallback): void {
   const lengthHeader = req.headers['content-length'];
   const declared = lengthHeader === undefined ? -1 : Number(lengthHeader);
   if (declared > limit) {
@@ -106,7 +105,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool
   if (declared > SMALL_BODY && !compressed) {
     const jsonLength = Number(req.headers['inference-header-content-length'] ?? 0);
     const pad = Number.isInteger(jsonLength) && jsonLength > 0 ? (8 - (jsonLength % 8)) % 8 : 0;
-    // A reused buffer (see BodyBufferPool), not zero-filled: every byte is overwritten by the
+    // A reused buffer (see BufferPool in libs/core), not zero-filled: every byte is overwritten by the
     // body, and a shorter body is cut to what arrived.
     const whole = pool.acquire(declared + pad);
     const target = whole.subarray(pad, pad + declared);
@@ -155,7 +154,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool
  * per request than the whole inference of a small model.
  */
 export class InferFastPath {
-  private readonly bodies = new BodyBufferPool();
+  private readonly bodies = new BufferPool();
   /** Request ids on log lines, and the access log (see access-log.ts); none: no request lines. */
   requestLog: RequestLog | undefined;
 
