@@ -1,6 +1,6 @@
 /**
  * Backing stores of large buffers, reused from one request to the next: HTTP request bodies
- * (apps/gateway/src/http/body-pool.ts) and input tensors read from shared-memory regions.
+ * (apps/gateway/src/http/infer-fast-path.ts) and input tensors read from shared-memory regions.
  *
  * A fresh Buffer of many megabytes per request is costly twice over in Node: V8 counts it as
  * external memory and starts a full mark-compact of the server's heap every 64 MiB of such
