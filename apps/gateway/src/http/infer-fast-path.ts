@@ -267,7 +267,6 @@ function releaseWhenSent(res: ServerResponse, form: OutputForm): void {
   else res.once('close', () => releaseSharedMemory(form));
 }
 
-/** Encodes (outputs bound for shared memory are written there now) and writes the response, or the error. */
 /** A function that runs `fn` the second time it is called. */
 function onSecondCall(fn: () => void): () => void {
   let calls = 0;
