@@ -74,8 +74,7 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   const budget = new BodyBudget(limits.maxInflightBodyBytes, bodyWaitMs(limits));
-  const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory, budget);
-  fastPath.requestLog = options.requestLog;
+  const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory, budget, options.requestLog);
   const guard = new ApiGuard(options.restrictedApis);
   const tokens = options.authTokens;
   let nestHandler: http.RequestListener | undefined;

@@ -155,8 +155,6 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool
  */
 export class InferFastPath {
   private readonly bodies = new BufferPool();
-  /** Request ids on log lines, and the access log (see access-log.ts); none: no request lines. */
-  requestLog: RequestLog | undefined;
 
   constructor(
     private readonly core: InferenceCore,
@@ -165,6 +163,8 @@ export class InferFastPath {
     private readonly sharedMemory?: SystemSharedMemory,
     /** The bytes of request bodies held at once (http/body-budget.ts); none: each body is bounded alone. */
     private readonly budget?: BodyBudget,
+    /** Request ids on log lines, and the access log (see access-log.ts); none: no request lines. */
+    private readonly requestLog?: RequestLog,
   ) {}
 
   private modelInputs(model: string, version: number): readonly RawInputInfo[] {
