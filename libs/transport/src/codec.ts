@@ -1,6 +1,6 @@
 import type { Parameters, ParameterValue } from '@nereid/protocol';
 import {
-  ELEMENT_SIZE, bytesView, elementCount, isBytesData, isDataType, viewAs,
+  ELEMENT_SIZE, elementCount, isBytesData, isDataType, tensorDataToBytes, viewAs,
   type NumericDataType, type NumericTensorData, type Tensor,
 } from '@nereid/tensor';
 import type { TransportMessage, WireRequest, WireResponse } from './messages';
@@ -141,20 +141,12 @@ function paramsToWire(p: Parameters): Record<string, unknown> {
 function tensorRef(t: Tensor, frames: Uint8Array[]): TensorRef {
   const frame = frames.length;
   if (isBytesData(t.data)) {
-    let size = 0;
-    for (const e of t.data) size += 4 + e.byteLength;
-    const out = Buffer.allocUnsafe(size);
-    let at = 0;
     for (const e of t.data) {
       if (e.byteLength > 0xffffffff) throw TransportErrors.unencodable(`element of '${t.name}' is over 4 GiB`);
-      out.writeUInt32LE(e.byteLength, at);
-      out.set(e, at + 4);
-      at += 4 + e.byteLength;
     }
-    frames.push(out);
-  } else {
-    frames.push(bytesView(t.data));
   }
+  // The tensor library's wire form: a view for fixed-width data, BYTES with u32 length prefixes.
+  frames.push(tensorDataToBytes(t));
   return { name: t.name, datatype: t.datatype, shape: t.shape, frame };
 }
 
