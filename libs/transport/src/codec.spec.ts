@@ -79,6 +79,10 @@ describe('transport codec', () => {
       { kind: 'batch-done', batchId: 'b', key: 'k/1/0', workerId: 'w1', batchSize: 4, requestCount: 2, compute: { inputNs: 1, inferNs: 2, outputNs: 3 } },
       { kind: 'heartbeat', workerId: 'w1', at: 1700000000000, models: [{ key: 'k/1/0', instances: 2 }], devices: { gpus: 0 }, load: 3 },
       { kind: 'lifecycle', model: 'simple', version: 1, state: 'UNAVAILABLE', reason: 'unloaded', key: 'simple/1/0' },
+      { kind: 'heartbeat', workerId: 'gw1', role: 'gateway', at: 1700000000000, models: [], devices: { gpus: 0 }, load: 0 },
+      { kind: 'control', id: 'gw1:c1', replyTo: 'gateway:gw1', from: 'gw1', op: 'load', model: 'm', config: '{}', files: [['file:1/model.onnx', 'AAE=']] },
+      { kind: 'control-reply', id: 'gw1:c1', member: 'w1', role: 'worker', error: { code: 'INVALID_ARG', message: "failed to load 'm'" } },
+      { kind: 'control-reply', id: 'gw1:c2', member: 'w1', role: 'worker', stats: [{ name: 'm', version: '1', inference_count: 3 }], index: [{ name: 'm', version: '1', state: 'READY' }] },
     ];
     for (const m of msgs) expect(decodeMessage(encodeMessage(m))).toEqual(m);
   });

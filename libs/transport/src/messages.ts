@@ -98,10 +98,13 @@ export interface BatchDoneMessage {
   compute: ComputeDurations;
 }
 
-/** A worker is alive: what it hosts and how busy it is. */
+/** A worker (or, with `role: 'gateway'`, a gateway) is alive: what it hosts and how busy it is. */
 export interface HeartbeatMessage {
   kind: 'heartbeat';
+  /** The sender's id (a gateway's id when `role` is 'gateway'). */
   workerId: string;
+  /** Absent: a worker. Gateways heartbeat too, so that a cluster-wide query knows whom to wait for. */
+  role?: 'worker' | 'gateway';
   /** Wall-clock milliseconds (Date.now()) when sent. */
   at: number;
   /** Loaded model keys with their instance counts. */
@@ -125,16 +128,57 @@ export interface LifecycleMessage {
   key?: ModelKey;
 }
 
+/**
+ * The repository and statistics extensions across the cluster: a gateway broadcasts what a client
+ * asked of it (load, unload) or what it needs from every process (statistics, the index), and
+ * each worker and gateway that hears it answers to `replyTo` with a ControlReplyMessage.
+ */
+export interface ControlMessage {
+  kind: 'control';
+  /** Unique per question (the asking gateway's id and a counter). */
+  id: string;
+  /** The mailbox the answers go to. */
+  replyTo: string;
+  /** The asking process: it does not answer itself. */
+  from: string;
+  op: 'load' | 'unload' | 'stats' | 'index';
+  /** The model ('' with `stats`: every model). */
+  model: string;
+  /** `stats`: the version asked for, -1 every version. */
+  version?: number;
+  /** `load`: ModelConfig JSON text overriding config.pbtxt. */
+  config?: string;
+  /** `load`: override files, `file:<version>/<path>` → base64 content. */
+  files?: Array<[string, string]>;
+  /** `unload`: also unload the models loaded for this ensemble. */
+  unloadDependents?: boolean;
+}
+
+/** One process's answer to a ControlMessage. `stats` and `index` are the statistics extension's and the index's JSON rows. */
+export interface ControlReplyMessage {
+  kind: 'control-reply';
+  id: string;
+  /** The answering process's id and role. */
+  member: string;
+  role: 'worker' | 'gateway';
+  /** The operation failed there, with the embedded server's code and words. */
+  error?: WireError;
+  stats?: Array<Record<string, unknown>>;
+  index?: Array<{ name: string; version?: string; state?: string; reason?: string }>;
+}
+
 export type TransportMessage =
   | ExecuteBatchMessage
   | ResponseMessage
   | CancelMessage
   | BatchDoneMessage
   | HeartbeatMessage
-  | LifecycleMessage;
+  | LifecycleMessage
+  | ControlMessage
+  | ControlReplyMessage;
 
 export type MessageKind = TransportMessage['kind'];
 
 export const MESSAGE_KINDS: readonly MessageKind[] = [
-  'execute-batch', 'response', 'cancel', 'batch-done', 'heartbeat', 'lifecycle',
+  'execute-batch', 'response', 'cancel', 'batch-done', 'heartbeat', 'lifecycle', 'control', 'control-reply',
 ];

@@ -66,6 +66,8 @@ export const Names = {
   cancelTopic: 'cancel',
   /** Model lifecycle events. */
   lifecycleTopic: 'lifecycle',
-  /** Worker heartbeats. */
+  /** Worker and gateway heartbeats. */
   heartbeatTopic: 'heartbeat',
+  /** Load, unload, statistics and index questions to every process of the cluster. */
+  controlTopic: 'control',
 } as const;
