@@ -142,6 +142,8 @@ export interface ControlMessage {
   /** The asking process: it does not answer itself. */
   from: string;
   op: 'load' | 'unload' | 'stats' | 'index';
+  /** Only processes of this role act and answer; absent: every process. */
+  to?: 'worker' | 'gateway';
   /** The model ('' with `stats`: every model). */
   model: string;
   /** `stats`: the version asked for, -1 every version. */
