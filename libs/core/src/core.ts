@@ -121,8 +121,11 @@ export interface InferenceCore {
   repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]>;
   loadModel(name: string, options?: LoadOptions): Promise<void>;
   unloadModel(name: string, unloadDependents: boolean): Promise<void>;
-  /** All READY versions when name is empty. */
-  statistics(name: string, version: number): ModelStatistics[];
+  /**
+   * All READY versions when name is empty. A process's own figures are at hand; a distributed
+   * gateway's are summed over the cluster, which takes a round of messages (hence the promise).
+   */
+  statistics(name: string, version: number): ModelStatistics[] | Promise<ModelStatistics[]>;
   /** Whether any request may be traced now (trace extension): front doors note arrival times only then. */
   readonly tracing: boolean;
   logSettings(update?: Partial<LogSettings>): LogSettings;

@@ -21,8 +21,8 @@ export function metadataHandlers(core: InferenceCore): UntypedServiceImplementat
     ModelConfig: unary((r: WireNameVersion) => ({
       config: core.modelConfig(r.name, parseModelVersion(r.version)),
     })),
-    ModelStatistics: unary((r: WireNameVersion) => ({
-      model_stats: core.statistics(r.name, parseModelVersion(r.version)),
+    ModelStatistics: unary(async (r: WireNameVersion) => ({
+      model_stats: await core.statistics(r.name, parseModelVersion(r.version)),
     })),
   };
 }

@@ -15,8 +15,8 @@ export class ModelsController {
   constructor(@Inject(INFERENCE_CORE) private readonly core: InferenceCore) {}
 
   @Get('stats')
-  allStats(): unknown {
-    return { model_stats: this.core.statistics('', -1) };
+  async allStats(): Promise<unknown> {
+    return { model_stats: await this.core.statistics('', -1) };
   }
 
   @Get(':model')
@@ -61,12 +61,12 @@ export class ModelsController {
   }
 
   @Get(':model/stats')
-  stats(@Param('model') model: string): unknown {
-    return { model_stats: this.core.statistics(model, -1) };
+  async stats(@Param('model') model: string): Promise<unknown> {
+    return { model_stats: await this.core.statistics(model, -1) };
   }
 
   @Get(':model/versions/:version/stats')
-  versionStats(@Param('model') model: string, @Param('version') version: string): unknown {
-    return { model_stats: this.core.statistics(model, parseVersion(version)) };
+  async versionStats(@Param('model') model: string, @Param('version') version: string): Promise<unknown> {
+    return { model_stats: await this.core.statistics(model, parseVersion(version)) };
   }
 }
