@@ -1,4 +1,4 @@
-import type { AutoCompleteContext, BackendRegistry, CustomMetricsPort, InstanceSpec, ModelInstance, ReportExecution } from '@nereid/backends';
+import { sumMemoryUsage, type AutoCompleteContext, type BackendRegistry, type CustomMetricsPort, type InstanceSpec, type ModelInstance, type ReportExecution } from '@nereid/backends';
 import type { ModelConfig, ModelInstanceGroup } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
 import type { ExecuteOptions, ModelKey, WorkerCapacity, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
@@ -79,7 +79,7 @@ export class WorkerHost implements WorkerChannel {
     }
     this.models.set(spec.key, { instances, config, activeCount: active.length });
     const depth = instances.slice(0, active.length).reduce((m, i) => Math.min(m, Math.max(1, i.concurrency ?? 1)), 64);
-    return { instances: active.length, depth, loaded: instances.length };
+    return { instances: active.length, depth, loaded: instances.length, memoryUsage: sumMemoryUsage(instances.map((i) => i.memoryUsage)) };
   }
 
   execute(key: ModelKey, instance: number, items: ExecutionItem[], options?: ExecuteOptions): Promise<void> {

@@ -2,6 +2,7 @@ import type { ModelConfig } from '@nereid/model-config';
 import type { ModelControl } from './model-control';
 import type { ExecutionItem, ExecutionStats, InferenceRequest, InferenceResponse } from '@nereid/protocol';
 import type { CustomMetricsPort } from './custom-metrics';
+import type { MemoryUsage } from './memory-usage';
 
 export type { ExecutionItem, ExecutionStats };
 
@@ -59,6 +60,11 @@ export interface ModelInstance {
    * busy; the scheduler sees `count × concurrency` slots.
    */
   readonly concurrency?: number;
+  /**
+   * Memory the instance took when it loaded (Triton's statistics `memory_usage`); absent or empty:
+   * none measured.
+   */
+  readonly memoryUsage?: readonly MemoryUsage[];
   /**
    * Runs one batch. Each item's sink gets its responses; a failure of one request goes to that
    * request's sink only. The promise settles when the instance is free for the next batch.

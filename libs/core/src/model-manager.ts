@@ -382,7 +382,12 @@ export class ModelRepositoryManager {
         key,
         config,
         io: modelIo(config),
-        stats: new ModelStatsRecorder(config.name ?? location.name, version, this.options.statsObserver?.(config.name ?? location.name, version)),
+        stats: new ModelStatsRecorder(
+          config.name ?? location.name,
+          version,
+          this.options.statsObserver?.(config.name ?? location.name, version),
+          capacity.memoryUsage,
+        ),
         labels,
         loadSecs: (performance.now() - started) / 1000,
         overrideRoot,

@@ -17,6 +17,12 @@ describe('ModelStatsRecorder', () => {
     expect(snap.inference_stats.compute_infer).toEqual({ count: 1, ns: 1001 });
   });
 
+  it("reports the version's memory usage in Triton's shape, and none when none was measured", () => {
+    const s = new ModelStatsRecorder('m', 1, undefined, [{ type: 'CPU', id: 0, byteSize: 4096 }]);
+    expect(s.snapshot().memory_usage).toEqual([{ type: 'CPU', id: 0, byte_size: 4096 }]);
+    expect(new ModelStatsRecorder('m', 1).snapshot().memory_usage).toEqual([]);
+  });
+
   it('counts inferences per successful request and executions per reported batch', () => {
     const s = new ModelStatsRecorder('m', 1);
     s.recordSuccess(500, 3);

@@ -1,3 +1,4 @@
+import type { MemoryUsage } from '@nereid/backends';
 import type { FailureReason, ModelCounts, StatsObserver } from '@nereid/metrics';
 import type { ComputeDurations } from '@nereid/protocol';
 import type { ModelStatistics, StatDuration } from './core';
@@ -55,6 +56,8 @@ export class ModelStatsRecorder implements ModelCounts {
     readonly name: string,
     readonly version: number,
     private readonly observer?: StatsObserver,
+    /** What the version's instances took when they loaded (Triton's `memory_usage`); default none. */
+    private readonly memoryUsage: readonly MemoryUsage[] = [],
   ) {}
 
   /** A request of `batchSize` inferences finished successfully after `requestNs`. */
@@ -148,7 +151,7 @@ export class ModelStatsRecorder implements ModelCounts {
           compute_infer: { ...s.compute_infer },
           compute_output: { ...s.compute_output },
         })),
-      memory_usage: [],
+      memory_usage: this.memoryUsage.map((u) => ({ type: u.type, id: u.id, byte_size: u.byteSize })),
     };
   }
 }

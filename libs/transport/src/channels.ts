@@ -1,4 +1,4 @@
-import type { AutoCompleteContext, InferFn, ModelControl } from '@nereid/backends';
+import type { AutoCompleteContext, InferFn, MemoryUsage, ModelControl } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
 import type { ComputeDurations, ExecutionItem } from '@nereid/protocol';
 
@@ -38,6 +38,11 @@ export interface WorkerCapacity {
    * `instances..loaded-1`). Warmup runs on each. Default: `instances`.
    */
   loaded?: number;
+  /**
+   * Memory the instances took when they loaded, summed per memory type and device (Triton's
+   * statistics `memory_usage`); absent: none measured.
+   */
+  memoryUsage?: MemoryUsage[];
 }
 
 /** Options of one execution. */

@@ -3,15 +3,16 @@ import * as path from 'node:path';
 import { resolveInside, type ModelConfig, type ModelOutput } from '@nereid/model-config';
 import { InferenceError } from '@nereid/protocol';
 import type { AutoCompleteContext, Backend, LoadContext, ModelInstance } from '../backend';
+import { measureRssGrowth, type MemoryUsage } from '../memory-usage';
 import { autoCompleteFromOnnx } from './auto-complete';
-import { sessionSourceOf } from './bf16-runner';
+import { sessionSourceOf, type SessionSource } from './bf16-runner';
 import type { BatchModel } from './batch';
 import { InlineSessionRunner } from './inline-session-runner';
 import { EVENT_LOOP_BUDGET_US, probeRunMicros } from './session-probe';
 import { checkConfigAgainstOnnx } from './config-check';
 import { readOnnxModelInfo, type OnnxModelInfo } from './onnx-model-info';
 import { OnnxRuntimeInstance } from './onnxruntime-instance';
-import { sessionOptionsFor, sessionThreadOf } from './session-options';
+import { sessionOptionsFor, sessionThreadOf, type SessionOptions, type SessionThread } from './session-options';
 import type { SessionRunner } from './session-runner';
 import { WorkerSessionRunner } from './worker-session-runner';
 
@@ -51,38 +52,49 @@ export class OnnxRuntimeBackend implements Backend {
     const modelName = config.name ?? '';
     const file = await resolveModelFile(config, ctx.versionDir);
     const options = sessionOptionsFor(config, ctx.instance);
-    let thread = sessionThreadOf(config);
+    const placement = sessionThreadOf(config);
     const read = await checkConfigAgainstFile(config, ctx, file);
     // A model light enough for the event loop gains nothing from a thread pool, only wake-ups.
     const inlineOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, ...options };
     let runner: SessionRunner;
+    let thread: 'worker' | 'event_loop';
+    let grewBytes: number;
     try {
       // The file, or the model rewritten for its BF16 inputs and outputs (bf16-graph.ts).
       const source = await sessionSourceOf(config, file, read);
-      if (thread === 'auto') {
-        // Probe on the event loop; a model too heavy for it moves to a worker thread.
-        const inline = source.wrap(await InlineSessionRunner.open(source.model, inlineOptions));
-        const micros = await probeRunMicros(inline, config);
-        if (micros !== undefined && micros <= EVENT_LOOP_BUDGET_US) {
-          thread = 'event_loop';
-          runner = inline;
-        } else {
-          await inline.close();
-          thread = 'worker';
-          runner = source.wrap(await WorkerSessionRunner.open(source.model, options));
-        }
-        ctx.log('verbose', `probe of '${modelName}': ${micros === undefined ? 'not probed' : `${micros.toFixed(0)} us`} at its largest batch`);
-      } else {
-        runner = source.wrap(thread === 'worker'
-          ? await WorkerSessionRunner.open(source.model, options)
-          : await InlineSessionRunner.open(source.model, inlineOptions));
-      }
+      // What the session took: this process's memory growth while it opened (memory-usage.ts).
+      ({ value: [runner, thread], bytes: grewBytes } = await measureRssGrowth(() => openRunner(source, placement, options, inlineOptions, config, ctx)));
     } catch (e) {
       throw InferenceError.internal(`failed to load model '${modelName}' version ${ctx.version} from '${file}': ${message(e)}`);
     }
     ctx.log('info', `created ONNX Runtime session for instance ${ctx.instance.name} (${thread} thread, ${ctx.instance.kind})`);
-    return new OnnxRuntimeInstance(runner, batchModelOf(config, ctx.version, runner), thread === 'worker');
+    // Host memory, whatever the instance kind: a CUDA session's device memory is not measured.
+    const memory: MemoryUsage[] = grewBytes > 0 ? [{ type: 'CPU', id: 0, byteSize: grewBytes }] : [];
+    return new OnnxRuntimeInstance(runner, batchModelOf(config, ctx.version, runner), thread === 'worker', memory);
   }
+}
+
+/**
+ * Opens the instance's session: on a worker thread, on the event loop, or (`auto`) on the event
+ * loop after a probe run showed the model light enough for it. Returns the runner and where it runs.
+ */
+async function openRunner(
+  source: SessionSource,
+  thread: SessionThread,
+  options: SessionOptions,
+  inlineOptions: SessionOptions,
+  config: ModelConfig,
+  ctx: LoadContext,
+): Promise<[SessionRunner, 'worker' | 'event_loop']> {
+  if (thread === 'worker') return [source.wrap(await WorkerSessionRunner.open(source.model, options)), 'worker'];
+  const inline = source.wrap(await InlineSessionRunner.open(source.model, inlineOptions));
+  if (thread === 'event_loop') return [inline, 'event_loop'];
+  // Probe on the event loop; a model too heavy for it moves to a worker thread.
+  const micros = await probeRunMicros(inline, config);
+  ctx.log('verbose', `probe of '${config.name ?? ''}': ${micros === undefined ? 'not probed' : `${micros.toFixed(0)} us`} at its largest batch`);
+  if (micros !== undefined && micros <= EVENT_LOOP_BUDGET_US) return [inline, 'event_loop'];
+  await inline.close();
+  return [source.wrap(await WorkerSessionRunner.open(source.model, options)), 'worker'];
 }
 
 /** `<version dir>/<default_model_filename or model.onnx>`, or `model.onnx` inside it when it is a directory. */

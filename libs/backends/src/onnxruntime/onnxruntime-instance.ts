@@ -1,5 +1,6 @@
 import { InferenceError, nanos, toInferenceError, type ExecutionItem } from '@nereid/protocol';
 import { ignoreExecution, type ModelInstance, type ReportExecution } from '../backend';
+import type { MemoryUsage } from '../memory-usage';
 import { buildFeeds, fetchesFor, groupCompatible, splitResponses, type BatchModel } from './batch';
 import type { RunTensor } from './messages';
 import type { RunTiming, SessionRunner } from './session-runner';
@@ -24,6 +25,8 @@ export class OnnxRuntimeInstance implements ModelInstance {
     private readonly model: BatchModel,
     /** True when feeds must be fresh buffers (they are transferred to a worker thread). */
     private readonly copyInputs: boolean,
+    /** What opening the session took (see ModelInstance.memoryUsage). */
+    readonly memoryUsage: readonly MemoryUsage[] = [],
   ) {
     this.concurrency = copyInputs ? 2 : 8;
   }

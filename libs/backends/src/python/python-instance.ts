@@ -1,5 +1,6 @@
 import { InferenceError, nanos, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import { ignoreExecution, type LoadContext, type ModelInstance, type ReportExecution } from '../backend';
+import { processRssBytes, type MemoryUsage } from '../memory-usage';
 import { BlsBridge } from './bls-bridge';
 import { MetricBridge } from './metric-bridge';
 import { ModelControlBridge } from './model-control-bridge';
@@ -49,6 +50,8 @@ export class PythonModelInstance implements ModelInstance {
    * instead of sleeping until the server has answered the first one and sent the next.
    */
   readonly concurrency = 2;
+  /** The stub's resident memory once its model was initialized (a restarted stub is not measured again). */
+  memoryUsage: readonly MemoryUsage[] = [];
   private proc!: StubProcess;
   private ready: Promise<void> = Promise.resolve();
   private readyFailed = false;
@@ -104,6 +107,9 @@ export class PythonModelInstance implements ModelInstance {
   static async start(opts: InstanceOptions): Promise<PythonModelInstance> {
     const instance = new PythonModelInstance(opts);
     await instance.boot();
+    const pid = instance.proc.pid;
+    const rss = pid === undefined ? undefined : await processRssBytes(pid);
+    if (rss !== undefined && rss > 0) instance.memoryUsage = [{ type: 'CPU', id: 0, byteSize: rss }];
     return instance;
   }
 

@@ -1,0 +1,66 @@
+import { spawn } from 'node:child_process';
+import { measureRssGrowth, processRssBytes, sumMemoryUsage, vmRssBytes } from './memory-usage';
+
+describe('memory usage of loads', () => {
+  it('measures the growth of this process while a load runs, never below zero', async () => {
+    const { value, bytes } = await measureRssGrowth(async () => {
+      // 64 MiB touched page by page: resident, not only reserved.
+      const b = Buffer.alloc(64 * 1024 * 1024, 1);
+      return b;
+    });
+    expect(value.length).toBe(64 * 1024 * 1024);
+    expect(bytes).toBeGreaterThanOrEqual(48 * 1024 * 1024);
+    const none = await measureRssGrowth(async () => 1);
+    expect(none.bytes).toBeGreaterThanOrEqual(0);
+    expect(none.bytes).toBeLessThan(8 * 1024 * 1024);
+  });
+
+  it('runs measured loads one after another, so two loads are not both counted in each other', async () => {
+    const order: string[] = [];
+    const slow = (name: string) => async () => {
+      order.push(`${name} start`);
+      await new Promise((r) => setTimeout(r, 20));
+      order.push(`${name} end`);
+    };
+    await Promise.all([measureRssGrowth(slow('a')), measureRssGrowth(slow('b'))]);
+    expect(order).toEqual(['a start', 'a end', 'b start', 'b end']);
+  });
+
+  it('keeps measuring after a load fails, and passes the failure on', async () => {
+    await expect(measureRssGrowth(async () => Promise.reject(new Error('no session')))).rejects.toThrow('no session');
+    await expect(measureRssGrowth(async () => 'ok')).resolves.toMatchObject({ value: 'ok' });
+  });
+
+  it("reads another process's resident memory from /proc, and nothing for a process that is gone", async () => {
+    // A process that holds 32 MiB it has written to, then says so.
+    const script = "globalThis.b = Buffer.alloc(32 * 1024 * 1024, 1); process.stdout.write('ready'); setTimeout(() => {}, 10000)";
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      await new Promise((r) => child.stdout.once('data', r));
+      const rss = await processRssBytes(child.pid!);
+      expect(rss).toBeGreaterThan(32 * 1024 * 1024);
+      expect(rss).toBeLessThan(1024 * 1024 * 1024);
+    } finally {
+      child.kill();
+      await new Promise((r) => child.once('exit', r));
+    }
+    expect(await processRssBytes(child.pid!)).toBeUndefined();
+    expect(vmRssBytes('Name:\tx\nVmRSS:\t    2048 kB\nVmData: 1 kB\n')).toBe(2048 * 1024);
+    expect(vmRssBytes('Name:\tkthread\n')).toBeUndefined();
+  });
+
+  it('adds the instances\' usage up per memory type and device', () => {
+    expect(
+      sumMemoryUsage([
+        [{ type: 'CPU', id: 0, byteSize: 100 }],
+        undefined,
+        [{ type: 'CPU', id: 0, byteSize: 50 }, { type: 'GPU', id: 1, byteSize: 7 }],
+        [],
+      ]),
+    ).toEqual([
+      { type: 'CPU', id: 0, byteSize: 150 },
+      { type: 'GPU', id: 1, byteSize: 7 },
+    ]);
+    expect(sumMemoryUsage([])).toEqual([]);
+  });
+});
