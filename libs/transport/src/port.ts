@@ -1,3 +1,4 @@
+import type { InferenceError } from '@nereid/protocol';
 import type { TransportMessage } from './messages';
 
 /**
@@ -22,7 +23,7 @@ export interface MessagePort {
   enqueue(queue: string, message: TransportMessage): Promise<void>;
   consume(queue: string, handler: (delivery: Delivery) => void, options?: ConsumeOptions): Promise<Subscription>;
   send(mailbox: string, message: TransportMessage): Promise<void>;
-  receive(mailbox: string, handler: (message: TransportMessage) => void): Promise<Subscription>;
+  receive(mailbox: string, handler: (message: TransportMessage) => void, options?: ReceiveOptions): Promise<Subscription>;
   publish(topic: string, message: TransportMessage): Promise<void>;
   subscribe(topic: string, handler: (message: TransportMessage) => void): Promise<Subscription>;
   /** Stops every subscription of this port without acking anything (what a process's death does). */
@@ -47,6 +48,16 @@ export interface ConsumeOptions {
   prefetch?: number;
   /** A message unacked this long is handed to another consumer (default 30 000 ms). */
   claimIdleMs?: number;
+}
+
+export interface ReceiveOptions {
+  /**
+   * Called when messages sent to the mailbox may have been lost: the port lost its connection to
+   * its broker (once per outage; receiving resumes by itself when the broker is back, but a broker
+   * that restarted empty has lost what was sent and not yet read). Answers awaited through the
+   * mailbox should be given up with `error`.
+   */
+  onLost?: (error: InferenceError) => void;
 }
 
 export interface Subscription {

@@ -6,7 +6,7 @@ import { decodeMessage, encodeMessage } from './codec';
 import type { TransportMessage } from './messages';
 import {
   DEFAULT_CLAIM_IDLE_MS, DEFAULT_PREFETCH,
-  type ConsumeOptions, type Delivery, type MessagePort, type Subscription,
+  type ConsumeOptions, type Delivery, type MessagePort, type ReceiveOptions, type Subscription,
 } from './port';
 import { PortSubscriptions } from './port-subscriptions';
 import { TransportErrors } from './transport-errors';
@@ -170,9 +170,9 @@ export class RedisPort implements MessagePort {
     }
   }
 
-  async receive(mailbox: string, handler: (m: TransportMessage) => void): Promise<Subscription> {
+  async receive(mailbox: string, handler: (m: TransportMessage) => void, options: ReceiveOptions = {}): Promise<Subscription> {
     this.subscriptions.check();
-    const reader = new MailboxReader(this.cmd, this.blockingConnection(), this.key('m', mailbox), handler, this.onError);
+    const reader = new MailboxReader(this.cmd, this.blockingConnection(), this.key('m', mailbox), handler, this.onError, options.onLost);
     await reader.start();
     return this.subscriptions.track(reader);
   }
@@ -415,6 +415,8 @@ class StreamConsumer implements Subscription {
  */
 class MailboxReader implements Subscription {
   private closed = false;
+  /** False from a failed read until the next one that succeeds (one `onLost` per outage). */
+  private reading = true;
   private lastId = '0-0';
   private loop?: Promise<void>;
 
@@ -424,6 +426,7 @@ class MailboxReader implements Subscription {
     private readonly key: string,
     private readonly handler: (m: TransportMessage) => void,
     private readonly onError: (e: unknown) => void,
+    private readonly onLost?: (error: InferenceError) => void,
   ) {}
 
   async start(): Promise<void> {
@@ -437,6 +440,7 @@ class MailboxReader implements Subscription {
         const read = (await this.conn.callBuffer(
           'XREAD', 'COUNT', 256, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId,
         )) as Array<[Buffer, StreamEntry[]]> | null;
+        this.reading = true;
         const ids: string[] = [];
         for (const [, entries] of read ?? []) {
           for (const [rawId, fields] of entries) {
@@ -453,6 +457,12 @@ class MailboxReader implements Subscription {
         if (ids.length > 0) void this.cmd.xdel(this.key, ...ids).catch(() => undefined);
       } catch (e) {
         if (this.closed) return;
+        if (this.reading && !(e as Error)?.name?.includes('ReplyError')) {
+          // The connection dropped (Redis died, restarted or is cut off): what was sent here and not
+          // read yet may be gone with it, and the senders' answers with them.
+          this.reading = false;
+          this.onLost?.(TransportErrors.redisUnavailable(`the connection was lost while waiting for answers (${(e as Error)?.message ?? e})`));
+        }
         this.onError(e);
         await sleep(RETRY_MS);
       }

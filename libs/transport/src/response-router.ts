@@ -32,8 +32,13 @@ export class ResponseRouter {
     return Names.gatewayMailbox(this.gatewayId);
   }
 
+  /**
+   * Receives the mailbox. When the port loses its broker, every request waiting here fails with
+   * the port's error at once (UNAVAILABLE): its answer may have been lost with the broker, and a
+   * client must not wait forever for it; an answer that still comes later is dropped.
+   */
   async start(): Promise<void> {
-    this.subscription ??= await this.port.receive(this.mailbox, (m) => this.route(m));
+    this.subscription ??= await this.port.receive(this.mailbox, (m) => this.route(m), { onLost: (e) => this.failAll(e) });
   }
 
   /** A request id no other gateway hands out. */
