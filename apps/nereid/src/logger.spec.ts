@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { LogSettings } from '@nereid/core';
+import type { InferenceRequest } from '@nereid/protocol';
 import { ServerLogger } from './logger';
 
 async function linesOf(file: string, count: number): Promise<string[]> {
@@ -65,6 +66,45 @@ describe('ServerLogger at run time', () => {
     const b = await linesOf(path.join(dir, 'b.log'), 1);
     expect(JSON.parse(b[0])).toMatchObject({ level: 'ERROR', message: 'in b' });
     expect(logger.assignId()).toBe('nereid-1');
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('ServerLogger: lines about the requests of a batch', () => {
+  const request = (id: string): InferenceRequest => ({
+    id, modelName: 'm', modelVersion: -1, inputs: [], parameters: {}, sequenceId: 0n, sequenceStart: false, sequenceEnd: false, priority: 0, timeoutUs: 0,
+  });
+
+  it("carries the batch's ids, the client's or one assigned once per request, in text and JSON", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'nereid-log-'));
+    const file = path.join(dir, 'a.log');
+    const s = settings(file);
+    const logger = new ServerLogger(s);
+    const [a, anonymous] = [request('a'), request('')];
+    logger.log('info', 'model.py:3] one', [a]);
+    logger.log('warn', 'model.py:4] two', [a, anonymous]);
+    logger.log('info', 'model.py:5] again', [anonymous]);
+    logger.log('info', 'model.py:1] initialize', undefined);
+    logger.log('info', 'model.py:1] no batch', []);
+    s.log_format = 'json';
+    logger.log('error', 'model.py:6] json one', [anonymous]);
+    logger.log('error', 'model.py:7] json two', [a, anonymous]);
+    await logger.close();
+    const lines = await linesOf(file, 7);
+    expect(lines[0]).toMatch(/\] \[request id: a\] model\.py:3\] one$/);
+    expect(lines[1]).toMatch(/\] \[request id: a, nereid-1\] model\.py:4\] two$/);
+    // The id assigned to a request stays its id on every later line.
+    expect(lines[2]).toMatch(/\] \[request id: nereid-1\] model\.py:5\] again$/);
+    expect(anonymous.logId).toBe('nereid-1');
+    expect(lines[3]).toMatch(/nereid\] model\.py:1\] initialize$/);
+    expect(lines[4]).toMatch(/nereid\] model\.py:1\] no batch$/);
+    const one = JSON.parse(lines[5]);
+    expect(one).toMatchObject({ level: 'ERROR', message: 'model.py:6] json one', request_id: 'nereid-1' });
+    expect(one.request_ids).toBeUndefined();
+    const two = JSON.parse(lines[6]);
+    expect(two).toMatchObject({ message: 'model.py:7] json two', request_ids: ['a', 'nereid-1'] });
+    expect(two.request_id).toBeUndefined();
+    expect(logger.idOf(request(''))).toBe('nereid-2');
     rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import type { LogSettings } from '@nereid/core';
 import type { AccessEntry, RequestLog } from '@nereid/gateway';
-import { escapeControlCharacters } from '@nereid/protocol';
+import { escapeControlCharacters, type InferenceRequest } from '@nereid/protocol';
 
 export type LogLevel = 'info' | 'warn' | 'error' | 'verbose';
 
@@ -17,7 +17,8 @@ function pad(n: number, w = 2): string {
  * the levels, the format and the file as they are now, so a change through `/v2/logging` or gRPC
  * LogSettings applies to the next line. Formats: Triton's `default` and `ISO8601`, and `json` (one
  * object per line: time, level, pid, message, and request_id for a line about a request). Lines
- * about a request carry its id (`[request id: <id>] ` as Triton writes it).
+ * about a request carry its id (`[request id: <id>] ` as Triton writes it), a python model's lines
+ * written in `execute` those of the batch it runs.
  */
 export class ServerLogger implements RequestLog {
   private file = '';
@@ -69,18 +70,28 @@ export class ServerLogger implements RequestLog {
     return this.settings.log_verbose_level > 0;
   }
 
-  log = (level: LogLevel, message: string): void => {
-    if (this.enabled(level)) this.line(level, message, undefined);
+  /**
+   * A line; `requests`: the requests it is about (a python model's line written in `execute`):
+   * their ids go on it, as on every line about a request.
+   */
+  log = (level: LogLevel, message: string, requests?: readonly InferenceRequest[]): void => {
+    if (!this.enabled(level)) return;
+    this.line(level, message, requests && requests.length > 0 ? requests.map((r) => this.idOf(r)) : undefined);
   };
 
   /** A line about one request: its id (the client's, or one assigned here) goes on it. */
   request = (level: LogLevel, requestId: string, message: string): void => {
-    if (this.enabled(level)) this.line(level, message, requestId);
+    if (this.enabled(level)) this.line(level, message, [requestId]);
   };
 
   /** An id for a request the client sent none for, for its log lines ("nereid-<n>"). */
   assignId(): string {
     return `nereid-${++this.nextId}`;
+  }
+
+  /** A request's id for the log: the client's, else the one assigned to it (assigned now if it has none yet). */
+  idOf(request: InferenceRequest): string {
+    return request.id || (request.logId ??= this.assignId());
   }
 
   /** The access log's line for one request (written whatever the levels: --access-log asked for it). */
@@ -108,11 +119,16 @@ export class ServerLogger implements RequestLog {
     this.line('info', `access ${fields}`, undefined);
   };
 
-  private line(level: LogLevel, message: string, requestId: string | undefined): void {
+  /**
+   * One line. `ids`: the requests it is about: `[request id: <id>] ` as Triton writes it (several
+   * ids comma-separated); in JSON `request_id`, or `request_ids` (an array) for several.
+   */
+  private line(level: LogLevel, message: string, ids: readonly string[] | undefined): void {
     const d = new Date();
     if (this.settings.log_format === 'json') {
       const entry: Record<string, unknown> = { time: d.toISOString(), level: JSON_LEVEL[level], pid: process.pid, message };
-      if (requestId) entry.request_id = requestId;
+      if (ids?.length === 1) entry.request_id = ids[0];
+      else if (ids && ids.length > 1) entry.request_ids = ids;
       // JSON.stringify escapes control characters: a client's text cannot break the line.
       this.write(JSON.stringify(entry));
       return;
@@ -123,7 +139,7 @@ export class ServerLogger implements RequestLog {
       this.settings.log_format === 'ISO8601'
         ? `${d.toISOString().replace(/\.\d+Z$/, 'Z')} ${letter} ${process.pid} nereid]`
         : `${letter}${pad(d.getMonth() + 1)}${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${micros} ${process.pid} nereid]`;
-    const text = requestId ? `[request id: ${requestId}] ${message}` : message;
+    const text = ids && ids.length > 0 ? `[request id: ${ids.join(', ')}] ${message}` : message;
     // Messages carry client text (model names, ids, a model's own output): each entry stays one
     // line, so no client can write lines that look like the server's.
     this.write(`${head} ${escapeControlCharacters(text)}`);

@@ -1,9 +1,10 @@
 import { sumMemoryUsage, type AutoCompleteContext, type BackendRegistry, type CustomMetricsPort, type InstanceSpec, type ModelInstance, type ReportExecution } from '@nereid/backends';
 import type { ModelConfig, ModelInstanceGroup } from '@nereid/model-config';
-import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
+import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import type { ExecuteOptions, ModelKey, WorkerCapacity, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';
 
-export type WorkerLog = (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
+/** `requests`: the requests a model's line is about (their ids go on it); see LoadContext.log. */
+export type WorkerLog = (level: 'info' | 'warn' | 'error' | 'verbose', message: string, requests?: readonly InferenceRequest[]) => void;
 
 interface LoadedModel {
   instances: ModelInstance[];
@@ -56,7 +57,7 @@ export class WorkerHost implements WorkerChannel {
     const backend = this.backends.get(config.backend ?? '');
     const { active, passive } = instanceSpecs(config);
     const instances: ModelInstance[] = [];
-    const modelLog: WorkerLog = (level, message) => this.log(level, `[${config.name}:${spec.version}] ${message}`);
+    const modelLog: WorkerLog = (level, message, requests) => this.log(level, `[${config.name}:${spec.version}] ${message}`, requests);
     try {
       for (const instance of [...active, ...passive]) {
         instances.push(

@@ -11,7 +11,7 @@ import types
 import _nereid_ipc as ipc
 import triton_python_backend_utils as pb_utils
 from _nereid_errors import describe_exception
-from _nereid_runtime import decode_tensors, encode_response
+from _nereid_runtime import current_batch, decode_tensors, encode_response
 from _nereid_types import InferenceRequest, InferenceResponse
 
 
@@ -93,10 +93,13 @@ class ModelRunner:
         received = requests
         requests, cancelled = self._drop_cancelled(received, builder)
         if requests:
+            token = current_batch.set(batch)
             try:
                 result = self._call_execute(requests)
             except Exception as e:
                 return self._fail_batch(batch, self._exec_error(e))
+            finally:
+                current_batch.reset(token)
             try:
                 entries = self._check_result(requests, result, builder)
             except Exception as e:

@@ -2,6 +2,7 @@
 
 import collections
 import concurrent.futures
+import contextvars
 import json
 import os
 import queue
@@ -22,6 +23,11 @@ _ndarray = np.ndarray  # ndarray(shape, dtype, buffer, offset): a view, half the
 _new_object = object.__new__
 
 _LOG_LEVELS = {0: "info", 1: "warn", 2: "error", 3: "verbose"}
+
+# The batch whose `execute` is running in this context (a coroutine execute keeps it: asyncio copies
+# the context): its log lines carry the batch's request ids. None in initialize, finalize and in
+# threads the model starts itself.
+current_batch = contextvars.ContextVar("nereid_current_batch", default=None)
 _MSG_BLS_RESULT = ipc.MSG_BLS_RESULT
 _MSG_CANCEL = ipc.MSG_CANCEL
 _MSG_METRIC_REQUEST = 40  # see _nereid_metrics
@@ -216,7 +222,11 @@ class Runtime:
     # -- logs ------------------------------------------------------------------------------
     def log(self, level, message, filename, line):
         text = "%s:%d] %s" % (os.path.basename(filename), line, message)
-        self.conn.send(ipc.MSG_LOG, {"l": _LOG_LEVELS.get(level, "info"), "m": text})
+        header = {"l": _LOG_LEVELS.get(level, "info"), "m": text}
+        batch = current_batch.get()
+        if batch is not None:
+            header["b"] = batch
+        self.conn.send(ipc.MSG_LOG, header)
 
     # -- reading -------------------------------------------------------------------------
     def next_command(self):

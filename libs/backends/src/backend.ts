@@ -41,8 +41,11 @@ export interface LoadContext {
   infer?: InferFn;
   /** Loads, unloads and checks models (python `pb_utils.load_model` & co.); absent: not offered. */
   models?: ModelControl;
-  /** Log sink tagged with the model. */
-  log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
+  /**
+   * Log sink tagged with the model. `requests`: the requests the line is about (a model's log
+   * line written while it executes their batch): their ids go on the line.
+   */
+  log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string, requests?: readonly InferenceRequest[]) => void;
   /** The server's metrics (python custom metrics, stub restarts); absent: none are kept. */
   metrics?: CustomMetricsPort;
 }

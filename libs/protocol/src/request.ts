@@ -18,6 +18,11 @@ export interface RequestedOutput {
 export interface InferenceRequest {
   /** Client-supplied id ('' when none). */
   id: string;
+  /**
+   * The id Nereid gave a request the client sent none for, set the first time a log line about the
+   * request needs one (see the server's logger); every later line about it carries the same.
+   */
+  logId?: string;
   modelName: string;
   /** Requested version; -1 = the server picks the highest READY version. */
   modelVersion: number;

@@ -43,6 +43,15 @@ export class DerivedRequest implements InferenceRequest {
     return isCancelled(this.client);
   }
 
+  /** The id the log gave the client's request (one without an id of its own): the steps' log lines carry it too. */
+  get logId(): string | undefined {
+    return this.client.logId;
+  }
+
+  set logId(id: string | undefined) {
+    this.client.logId = id;
+  }
+
   /** A traced client request's steps are traced as its children. */
   get parentTrace(): RequestTrace | undefined {
     return this.client.trace;

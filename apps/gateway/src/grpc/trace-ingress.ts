@@ -24,7 +24,7 @@ export function sendTraced(trace: RequestTrace | undefined, last: boolean, send:
 /** The request's id for the log (the client's, else one assigned) and, when verbose, a line for its arrival. */
 export function grpcLogArrival(log: RequestLog | undefined, request: InferenceRequest): string {
   if (log === undefined || !log.verbose) return request.id;
-  const id = request.id || log.assignId();
+  const id = request.id || (request.logId ??= log.assignId());
   log.request('verbose', id, `GRPC infer request for model '${request.modelName}'`);
   return id;
 }

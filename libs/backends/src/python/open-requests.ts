@@ -53,6 +53,13 @@ export class OpenRequests {
     }
   }
 
+  /** The requests of `batch` still open, in batch order. */
+  itemsOf(batch: number): ExecutionItem[] {
+    const items: ExecutionItem[] = [];
+    for (const entry of this.open.values()) if (entry.batch === batch) items.push(entry.item);
+    return items;
+  }
+
   requestOf(key: number): ExecutionItem['request'] | undefined {
     return this.open.get(key)?.item.request;
   }

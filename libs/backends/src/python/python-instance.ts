@@ -304,7 +304,7 @@ export class PythonModelInstance implements ModelInstance {
         this.bls.cancel(h.id as number);
         break;
       case MSG.LOG:
-        this.opts.ctx.log(h.l as 'info' | 'warn' | 'error' | 'verbose', h.m as string);
+        this.opts.ctx.log(h.l as 'info' | 'warn' | 'error' | 'verbose', h.m as string, typeof h.b === 'number' ? this.requestsOf(h.b) : undefined);
         break;
       case MSG.READY:
         this.onReady(h);
@@ -313,6 +313,16 @@ export class PythonModelInstance implements ModelInstance {
         this.finalized?.();
         break;
     }
+  }
+
+  /**
+   * The requests of batch `b` a log line written in its `execute` is about: the batch's, while the
+   * stub has not answered it; then (a decoupled model's execute running on) those still open.
+   * Padding rows (no request of a client) are left out.
+   */
+  private requestsOf(b: number): InferenceRequest[] {
+    const items = this.batches.get(b)?.items ?? this.open.itemsOf(b);
+    return items.filter((i) => !i.request.padding).map((i) => i.request);
   }
 
   private onReady(h: Record<string, unknown>): void {
