@@ -74,7 +74,10 @@ describe('trace extension: OpenTelemetry export', () => {
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    const repo = makeRepository({ simple: path.join(MODELS, 'simple'), slow_scale: path.join(FIX, 'slow_scale'), ensemble_flat: path.join(FIX, 'ensemble_flat') });
+    const repo = makeRepository({
+      simple: path.join(MODELS, 'simple'), slow_scale: path.join(FIX, 'slow_scale'), ensemble_flat: path.join(FIX, 'ensemble_flat'),
+      bls_traced: path.join(FIX, 'bls_traced'), add_sub: path.join(MODELS, 'add_sub'),
+    });
     const [httpPort, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
     child = spawn(process.execPath, [
       MAIN, 'serve', '--model-repository', repo,
@@ -157,6 +160,38 @@ describe('trace extension: OpenTelemetry export', () => {
     expect(ensemble.parentSpanId).toBe(top.spanId);
     expect(step.parentSpanId).toBe(ensemble.spanId);
     expect(spans.filter((s) => s.name === 'compute').map((s) => s.parentSpanId)).toContain(step.spanId);
+  });
+
+  it("a BLS call given request.trace() is a model span under its caller's model span; one given no trace has none", async () => {
+    const traceId = hex(32);
+    const r = await postJson(
+      `${server.http}/v2/models/bls_traced/infer`,
+      {
+        id: 'otel-bls',
+        inputs: [
+          { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [5, 6, 7, 8] },
+          { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+        ],
+      },
+      { traceparent: `00-${traceId}-${hex(16)}-01` },
+    );
+    expect(r.status).toBe(200);
+    const mine = () => receiver.spans.filter((s) => s.traceId === traceId);
+    // InferRequest, bls_traced and its compute, and a model and compute span for each of the two traced BLS calls.
+    const spans = await waitFor('seven spans', () => (mine().length >= 7 ? mine() : undefined));
+    const top = spans.find((s) => s.name === 'InferRequest')!;
+    const caller = spans.find((s) => s.name === 'bls_traced')!;
+    expect(caller.parentSpanId).toBe(top.spanId);
+    const children = spans.filter((s) => s.name === 'add_sub');
+    expect(children.map((c) => attr(c, 'triton.request_id')?.stringValue).sort()).toEqual(['async-otel-bls', 'sync-otel-bls']);
+    for (const c of children) {
+      expect(c.parentSpanId).toBe(caller.spanId);
+      expect(attr(c, 'triton.trace_parent_id')).toEqual(attr(caller, 'triton.trace_id'));
+      expect(spans.some((s) => s.name === 'compute' && s.parentSpanId === c.spanId)).toBe(true);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.spans.some((s) => attr(s, 'triton.request_id')?.stringValue === 'untraced-otel-bls')).toBe(false);
+    expect(mine()).toHaveLength(7);
   });
 
   it('traces nothing without a client trace context at rate 0', async () => {

@@ -167,6 +167,9 @@ class Runtime:
         }
         cid = request._correlation_id
         header["cids" if isinstance(cid, str) else "cidi"] = str(cid)
+        parent = request._trace._key if request._trace is not None else None
+        if parent is not None:
+            header["tr"] = list(parent)
         self.conn.send(ipc.MSG_BLS_REQUEST, header, builder)
         return bls_id, channel
 

@@ -42,6 +42,7 @@ class PreferredMemory:
 class InferenceTrace:
     def __init__(self, context=None):
         self._context = context
+        self._key = None  # (batch id, index) of the received request whose trace this is (BLS children)
 
     def get_context(self):
         return self._context
@@ -227,6 +228,7 @@ class InferenceRequest:
     def trace(self):
         if self._trace is None:
             self._trace = InferenceTrace()
+            self._trace._key = self._key  # a BLS request given it is traced as this request's child
         return self._trace
 
     def get_response_sender(self):

@@ -53,6 +53,20 @@ describe('Tracer', () => {
     expect(records[3]).toEqual({ id: 1, model_name: 'ens', model_version: 1, request_id: 'p' });
   });
 
+  it('never traces a request a model made without a traced parent (parentTrace null), nor counts it against the rate', async () => {
+    const tracer = new Tracer({ startup: { ...defaultTraceStartup(), level: ['TIMESTAMPS'], rate: 2, file: path.join(dir, 't.json') } });
+    const untraced = (): InferenceRequest => Object.assign(request('bls'), { parentTrace: null });
+    const sampled = [
+      tracer.start(request('r0'), 'm', 1),
+      tracer.start(untraced(), 'm', 1),
+      tracer.start(untraced(), 'm', 1),
+      tracer.start(request('r1'), 'm', 1),
+    ].map((t) => t !== undefined);
+    // Rate 2: the second client request is sampled; the untraced ones in between take no turn.
+    expect(sampled).toEqual([false, false, false, true]);
+    await tracer.close();
+  });
+
   it('rotates files every log_frequency traces, and model settings fall back to global ones', async () => {
     const tracer = new Tracer({ startup: { ...defaultTraceStartup(), level: ['TIMESTAMPS'], rate: 1, file: path.join(dir, 'g.json'), logFrequency: 2, dir } });
     expect(tracer.apply('m', { trace_rate: '2', trace_file: 'm.json' })).toMatchObject({ trace_rate: '2', trace_file: path.join(dir, 'm.json'), log_frequency: '2' });

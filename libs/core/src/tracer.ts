@@ -51,6 +51,8 @@ export class Tracer {
    * also set on the request (`request.trace`), for its front door and its ensemble steps.
    */
   start(request: InferenceRequest, modelName: string, modelVersion: number): CoreTrace | undefined {
+    // A BLS call made without a traced parent's trace: never traced (see InferenceRequest.parentTrace).
+    if (request.parentTrace === null) return undefined;
     const parent = request.parentTrace as CoreTrace | undefined;
     const scope = this.settings.scopeFor(modelName);
     let traced: boolean;

@@ -60,8 +60,13 @@ export interface InferenceRequest {
   ingress?: TraceIngress;
   /** The request's trace, set by the core when the request is sampled; the front door adds its send timestamps. */
   trace?: RequestTrace;
-  /** The trace of the request this one was made for (an ensemble's step): its trace is that one's child. */
-  readonly parentTrace?: RequestTrace;
+  /**
+   * The trace of the request this one was made for (an ensemble's step, a BLS call made with the
+   * parent's `request.trace()`): its trace is that one's child. null: a request a model made that is
+   * never traced on its own (a BLS call made without the parent's trace, or for a parent not traced:
+   * Triton traces BLS calls only as children of a traced request).
+   */
+  readonly parentTrace?: RequestTrace | null;
 }
 
 /** What a front door knows of a traced request before the core sees it. */

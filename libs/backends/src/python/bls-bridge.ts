@@ -19,10 +19,14 @@ interface BlsHeader {
   in: WireTensor[];
   cidi?: string;
   cids?: string;
+  /** `trace=request.trace()` of a request received in execute: `[batch id, index]` of that request. */
+  tr?: [number, number];
 }
 
 export interface BlsPort {
   infer?: InferFn;
+  /** Request `index` of batch `batch` handed to the stub and still open (a BLS call's parent). */
+  requestOf?(batch: number, index: number): InferenceRequest | undefined;
   send(type: number, header: object, blob?: BlobBuilder): void;
   shm(): ShmSettings;
 }
@@ -58,6 +62,8 @@ export class BlsBridge {
       priority: 0,
       timeoutUs: h.to,
       signal: controller.signal,
+      // Traced as a child of the request whose trace the model passed (Triton's BLS tracing), else not at all.
+      parentTrace: (h.tr && this.port.requestOf?.(h.tr[0], h.tr[1])?.trace) ?? null,
     };
     void this.run(h.id, h.d, request)
       .catch(() => undefined)

@@ -92,6 +92,7 @@ export class PythonModelInstance implements ModelInstance {
     this.open = new OpenRequests(opts.decoupled, this.modelName, (b, i) => this.proc.send(MSG.CANCEL, { b, i }));
     this.bls = new BlsBridge({
       infer: opts.ctx.infer,
+      requestOf: (batch, index) => this.open.requestOf(batch + index),
       send: (type, header, blob) => this.proc.send(type, header, blob),
       shm: () => this.proc.shm,
     });
