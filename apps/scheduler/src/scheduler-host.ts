@@ -96,6 +96,11 @@ export class SchedulerHost implements SchedulerChannel {
     return this.schedulers.get(key)?.inflightCount ?? 0;
   }
 
+  /** Whether the key's sequence batcher holds a live sequence `sequenceId`. */
+  hasSequence(key: ModelKey, sequenceId: bigint | string): boolean {
+    return this.schedulers.get(key)?.hasSequence?.(sequenceId) ?? false;
+  }
+
   /** Slots owned by a sequence, per loaded sequence-batched model version (diagnostics, tests). */
   sequenceSlotsInUse(): Map<ModelKey, number> {
     const inUse = new Map<ModelKey, number>();

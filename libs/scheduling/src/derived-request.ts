@@ -20,7 +20,8 @@ export class DerivedRequest implements InferenceRequest {
   readonly timeoutUs: number;
 
   constructor(
-    private readonly client: InferenceRequest,
+    /** The client's request this one was made from. */
+    readonly client: InferenceRequest,
     readonly modelName: string,
     readonly modelVersion: number,
     readonly inputs: Tensor[],

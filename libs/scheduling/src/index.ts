@@ -5,6 +5,7 @@ export { DynamicBatchScheduler } from './dynamic-batch-scheduler';
 export { EnsembleScheduler } from './ensemble-scheduler';
 export { SequenceBatchScheduler } from './sequence-batch-scheduler';
 export { OrderedDelivery } from './ordered-delivery';
+export { DerivedRequest } from './derived-request';
 export { batchCompatible, batchRulesOf, formBatch, requestBatchSize } from './batch-former';
 export type { BatchDecision, BatchRules } from './batch-former';
 export { effectiveTimeoutUs } from './priority-queue';

@@ -52,6 +52,12 @@ export interface ExecuteBatchMessage {
   requests: WireRequest[];
   /** The scheduler's lease on the model's queue when it dispatched (fencing): stale ones are ignored. */
   fence?: number;
+  /**
+   * The mailbox that receives the batch's responses instead of each request's gateway: the
+   * scheduler's, for a model with implicit sequence state (it keeps the state outputs and passes
+   * the rest on to the gateway).
+   */
+  answerTo?: string;
 }
 
 /** What a model answered to one request: tensors, or an error. */
