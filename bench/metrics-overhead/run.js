@@ -14,7 +14,16 @@
 // identical servers can exceed the cost; the measured-alone share does not depend on that noise.
 // A second 'off' server (the control) shows how much two identical servers differ in the same run:
 // on a busy machine that noise can be larger than the cost measured.
-// Usage: node bench/metrics-overhead/run.js [seconds per round=3] [rounds=10]   (needs `npm run build` first)
+// Start order: runs that started the servers once, in case order, found the first server started
+// the slowest (bench/RESULTS.md). So each round starts fresh servers, in an order rotated each
+// round, warms each alike (WARMUP_S of load each, in the same order), measures them in that order
+// and stops them: over a multiple of 4 rounds every case takes every start (and load) position
+// equally often. The server CPU time per request is the primary figure (it depends least on
+// which server the scheduler favoured); req/s follows.
+// Usage: node bench/metrics-overhead/run.js [seconds per round=3] [rounds=8] [--identical] [--start-once]
+//   --identical: four identical 'off' servers (shows the spread that start order and noise alone give)
+//   --start-once: the earlier design (servers started once, in case order) for comparison
+//   (needs `npm run build` first)
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -27,9 +36,13 @@ function cpuMs(pid) {
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
 }
 
-const SECONDS = Number(process.argv[2] || 3);
-const ROUNDS = Number(process.argv[3] || 10);
+const ARGS = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const FLAGS = new Set(process.argv.slice(2).filter((a) => a.startsWith('--')));
+const SECONDS = Number(ARGS[0] || 3);
+const ROUNDS = Number(ARGS[1] || 8);
 const CONNECTIONS = 16;
+/** Seconds of load each fresh server gets before it is measured. */
+const WARMUP_S = 2;
 
 /**
  * The cases, the first one the baseline. Each is a Nereid started with `args`; `scrape` fetches
@@ -43,6 +56,7 @@ const CASES = [
   // The baseline again: how far two identical servers drift apart in this run (the noise floor).
   { name: 'off (control)', args: ['--allow-metrics=false'], scrape: false },
 ];
+const IDENTICAL = [1, 2, 3, 4].map((n) => ({ name: `off #${n}`, args: ['--allow-metrics=false'], scrape: false }));
 
 function load(url, body, duration) {
   return postLoad(url, body, { connections: CONNECTIONS, duration });
@@ -90,50 +104,79 @@ function observerNsPerRequest(config) {
 }
 
 async function main() {
-  console.log(`bench/metrics-overhead: ${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds per case, ${os.cpus().length} cpus, node ${process.version}`);
+  const cases = FLAGS.has('--identical') ? IDENTICAL : CASES;
+  const startOnce = FLAGS.has('--start-once');
+  console.log(
+    `bench/metrics-overhead: ${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds per case, ` +
+      `${startOnce ? 'servers started once in case order' : `fresh servers each round, start order rotated, ${WARMUP_S}s warm-up each`}, ` +
+      `${os.cpus().length} cpus, node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+  );
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-'));
   fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
-  const servers = [];
+  const body = simpleBody();
+  let servers = [];
+  const url = (i) => `http://127.0.0.1:${servers[i].http}/v2/models/simple/infer`;
+  /** Starts every case's server in `order` (case indexes) and warms each alike, in that order. */
+  const startAll = async (order) => {
+    servers = new Array(cases.length);
+    for (const i of order) servers[i] = await startNereid(repo, cases[i].args);
+    for (const i of order) await load(url(i), body, WARMUP_S);
+  };
+  const stopAll = async () => {
+    await Promise.all(servers.filter(Boolean).map((s) => s.stop()));
+    servers = [];
+  };
+  // Per case: requests, seconds, errors, p99s, scrapes, CPU ms, and req/s by start position.
+  const totals = cases.map(() => ({ requests: 0, seconds: 0, errors: 0, p99: [], scrapes: 0, cpu: 0, byPosition: cases.map(() => []) }));
   try {
-    for (const c of CASES) servers.push(await startNereid(repo, c.args));
-    const body = simpleBody();
-    const totals = CASES.map(() => ({ requests: 0, seconds: 0, errors: 0, p99: [], scrapes: 0, cpu: 0 }));
-    for (let i = 0; i < CASES.length; i++) await load(`http://127.0.0.1:${servers[i].http}/v2/models/simple/infer`, body, 2);
+    if (startOnce) await startAll(cases.map((_, i) => i));
     for (let round = 0; round < ROUNDS; round++) {
-      // Rotate the order each round: no case always runs first (or last) in a round.
-      for (let k = 0; k < CASES.length; k++) {
-        const i = (k + round) % CASES.length;
-        const stopScrape = CASES[i].scrape ? scraper(servers[i].metrics) : undefined;
+      // Rotate the order each round: no case always starts (or runs) first or last.
+      const order = cases.map((_, k) => (k + round) % cases.length);
+      if (!startOnce) await startAll(order);
+      for (let k = 0; k < order.length; k++) {
+        const i = order[k];
+        const stopScrape = cases[i].scrape ? scraper(servers[i].metrics) : undefined;
         const cpu0 = cpuMs(servers[i].child.pid);
-        const r = await load(`http://127.0.0.1:${servers[i].http}/v2/models/simple/infer`, body, SECONDS);
+        const r = await load(url(i), body, SECONDS);
         totals[i].cpu += cpuMs(servers[i].child.pid) - cpu0;
         if (stopScrape) totals[i].scrapes += await stopScrape();
         totals[i].requests += r.requests.total;
         totals[i].seconds += r.duration;
         totals[i].errors += r.errors + r.non2xx;
         totals[i].p99.push(r.latency.p99);
+        // With servers started once the start position is the case's; otherwise it is k.
+        totals[i].byPosition[startOnce ? i : k].push(r.requests.total / r.duration);
       }
+      if (!startOnce) await stopAll();
     }
     const rate = totals.map((t) => t.requests / t.seconds);
     const cpuPerRequest = totals.map((t) => (t.cpu * 1000) / t.requests); // µs
-    for (let i = 0; i < CASES.length; i++) {
+    console.log('server CPU time per request (primary figure):');
+    for (let i = 0; i < cases.length; i++) {
+      const cost = i === 0 ? '' : `   cost ${fmt((cpuPerRequest[i] / cpuPerRequest[0] - 1) * 100, 1)} %`;
+      console.log(`${cases[i].name.padEnd(20)} ${fmt(cpuPerRequest[i], 1).padStart(7)} µs${cost}`);
+    }
+    console.log('throughput:');
+    for (let i = 0; i < cases.length; i++) {
       const t = totals[i];
       const cost = i === 0 ? '' : `   cost ${fmt((1 - rate[i] / rate[0]) * 100, 1)} % (ratio ${fmt(rate[i] / rate[0], 3)})`;
       const p99 = t.p99.sort((a, b) => a - b)[Math.floor(t.p99.length / 2)];
-      console.log(`${CASES[i].name.padEnd(20)} ${fmt(rate[i]).padStart(7)} req/s   median p99 ${fmt(p99, 2)} ms   errors ${t.errors}   scrapes ${t.scrapes}${cost}`);
+      console.log(`${cases[i].name.padEnd(20)} ${fmt(rate[i]).padStart(7)} req/s   median p99 ${fmt(p99, 2)} ms   errors ${t.errors}   scrapes ${t.scrapes}${cost}`);
     }
-    console.log('server CPU time per request:');
-    for (let i = 0; i < CASES.length; i++) {
-      const cost = i === 0 ? '' : `   cost ${fmt((cpuPerRequest[i] / cpuPerRequest[0] - 1) * 100, 1)} %`;
-      console.log(`${CASES[i].name.padEnd(20)} ${fmt(cpuPerRequest[i], 1).padStart(7)} µs${cost}`);
+    // Mean req/s of the rounds by the start position of the server that served them (all cases together).
+    const positions = cases.map((_, p) => totals.flatMap((t) => t.byPosition[p]));
+    console.log(`req/s by start position (1st .. ${cases.length}th started): ${positions.map((v) => (v.length ? fmt(v.reduce((a, b) => a + b, 0) / v.length) : '-')).join(' / ')}`);
+    if (cases === CASES) {
+      console.log("metrics work per request measured alone, as a share of the 'off' server's CPU time per request:");
+      for (const [name, config] of [['metrics+histograms', ['histogram_latencies=true']], ['+summaries', ['histogram_latencies=true', 'summary_latencies=true']]]) {
+        const ns = observerNsPerRequest(config);
+        console.log(`${name.padEnd(20)} ${fmt(ns, 0).padStart(7)} ns   ${fmt((ns / 1000 / cpuPerRequest[0]) * 100, 2)} %`);
+      }
     }
-    console.log("metrics work per request measured alone, as a share of the 'off' server's CPU time per request:");
-    for (const [name, config] of [['metrics+histograms', ['histogram_latencies=true']], ['+summaries', ['histogram_latencies=true', 'summary_latencies=true']]]) {
-      const ns = observerNsPerRequest(config);
-      console.log(`${name.padEnd(20)} ${fmt(ns, 0).padStart(7)} ns   ${fmt((ns / 1000 / cpuPerRequest[0]) * 100, 2)} %`);
-    }
+    console.log(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   } finally {
-    await Promise.all(servers.map((s) => s.stop()));
+    await stopAll();
     fs.rmSync(repo, { recursive: true, force: true });
   }
 }
