@@ -1,0 +1,216 @@
+import type Redis from 'ioredis';
+import type { InferenceError } from '@nereid/protocol';
+import { decodeMessage } from './codec';
+import type { TransportMessage } from './messages';
+import type { Delivery, Subscription } from './port';
+import { BLOCK_MS, connectOrFail, redisError, RETRY_MS, sleep, type StreamEntry } from './redis-connection';
+import type { RedisOutbox } from './redis-outbox';
+import { TransportErrors } from './transport-errors';
+
+/**
+ * The Redis port's two readers, each a loop of blocking reads on a connection of its own: a work
+ * queue's consumer (XREADGROUP / XAUTOCLAIM) and a mailbox's receiver (XREAD). What they write
+ * (acks, deletes) goes through the port's outbox, with the turn's other commands.
+ */
+
+/** One consumer of a work queue: reads new entries and claims idle ones, in its own loop. */
+export class StreamConsumer implements Subscription {
+  private readonly held = new Set<string>();
+  private closed = false;
+  private groupReady = false;
+  private nextClaim = 0;
+  private loop?: Promise<void>;
+  private roomWaiter?: () => void;
+
+  constructor(
+    private readonly outbox: RedisOutbox,
+    private readonly conn: Redis,
+    private readonly key: string,
+    private readonly group: string,
+    private readonly name: string,
+    private readonly prefetch: number,
+    private readonly claimIdleMs: number,
+    private readonly handler: (d: Delivery) => void,
+    private readonly onError: (e: unknown) => void,
+  ) {}
+
+  async start(): Promise<void> {
+    await connectOrFail(this.conn);
+    try {
+      await this.ensureGroup();
+    } catch (e) {
+      this.conn.disconnect();
+      throw redisError(e);
+    }
+    this.loop = this.run();
+  }
+
+  private async ensureGroup(): Promise<void> {
+    try {
+      await this.conn.xgroup('CREATE', this.key, this.group, '0', 'MKSTREAM');
+    } catch (e) {
+      if (!/BUSYGROUP/.test((e as Error).message)) throw e;
+    }
+    this.groupReady = true;
+  }
+
+  private async run(): Promise<void> {
+    const claimEvery = Math.max(10, Math.min(1000, this.claimIdleMs / 4));
+    while (!this.closed) {
+      try {
+        if (!this.groupReady) await this.ensureGroup();
+        const room = this.prefetch - this.held.size;
+        if (room <= 0) {
+          await new Promise<void>((resolve) => {
+            this.roomWaiter = resolve;
+            setTimeout(resolve, claimEvery);
+          });
+          this.roomWaiter = undefined;
+          continue;
+        }
+        if (Date.now() >= this.nextClaim) {
+          this.nextClaim = Date.now() + claimEvery;
+          const claimed = (await this.conn.callBuffer(
+            'XAUTOCLAIM', this.key, this.group, this.name, this.claimIdleMs, '0-0', 'COUNT', room,
+          )) as [Buffer, StreamEntry[] | null, unknown];
+          for (const entry of claimed[1] ?? []) if (entry) this.deliver(entry, true);
+          continue;
+        }
+        const block = Math.max(1, Math.min(BLOCK_MS, this.nextClaim - Date.now()));
+        const read = (await this.conn.callBuffer(
+          'XREADGROUP', 'GROUP', this.group, this.name, 'COUNT', room, 'BLOCK', block, 'STREAMS', this.key, '>',
+        )) as Array<[Buffer, StreamEntry[]]> | null;
+        for (const [, entries] of read ?? []) for (const entry of entries) this.deliver(entry, false);
+      } catch (e) {
+        if (this.closed) return;
+        if (/NOGROUP/.test((e as Error).message)) this.groupReady = false;
+        else this.onError(e);
+        await sleep(RETRY_MS);
+      }
+    }
+  }
+
+  private deliver([rawId, fields]: StreamEntry, redelivered: boolean): void {
+    const id = rawId.toString();
+    if (this.held.has(id)) return; // still ours: claimed back from ourselves, not a new delivery
+    const data = fields[1];
+    let message: TransportMessage;
+    try {
+      message = decodeMessage(data);
+    } catch (e) {
+      // Nothing can ever decode it: report it and drop it rather than redeliver it forever.
+      this.onError(e);
+      void this.ackId(id).catch(() => undefined);
+      return;
+    }
+    this.held.add(id);
+    const delivery: Delivery = {
+      message,
+      redelivered,
+      ack: async () => {
+        this.held.delete(id);
+        this.roomWaiter?.();
+        await this.ackId(id);
+      },
+      touch: async () => {
+        try {
+          await this.outbox.command('XCLAIM', this.key, this.group, this.name, 0, id, 'JUSTID');
+        } catch (e) {
+          throw redisError(e);
+        }
+      },
+    };
+    try {
+      this.handler(delivery);
+    } catch (e) {
+      this.onError(e);
+    }
+  }
+
+  /** XACK + XDEL, with the turn's other acks of this queue (one pipeline per turn, not per message). */
+  private async ackId(id: string): Promise<void> {
+    try {
+      await this.outbox.ack(this.key, this.group, id);
+    } catch (e) {
+      throw redisError(e);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.roomWaiter?.();
+    this.conn.disconnect();
+    await this.loop?.catch(() => undefined);
+  }
+}
+
+/**
+ * The receiver of one mailbox stream: reads in order, deletes what it has read (an entry holds
+ * one message, or the messages one port sent to the mailbox in one turn, in order). It starts from the
+ * stream's beginning, so what was sent before it started is delivered too (a gateway id is new
+ * for each gateway process, and the router drops responses it has no waiter for).
+ */
+export class MailboxReader implements Subscription {
+  private closed = false;
+  /** False from a failed read until the next one that succeeds (one `onLost` per outage). */
+  private reading = true;
+  private lastId = '0-0';
+  private loop?: Promise<void>;
+
+  constructor(
+    private readonly outbox: RedisOutbox,
+    private readonly conn: Redis,
+    private readonly key: string,
+    private readonly handler: (m: TransportMessage) => void,
+    private readonly onError: (e: unknown) => void,
+    private readonly onLost?: (error: InferenceError) => void,
+  ) {}
+
+  async start(): Promise<void> {
+    await connectOrFail(this.conn);
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closed) {
+      try {
+        const read = (await this.conn.callBuffer(
+          'XREAD', 'COUNT', 256, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId,
+        )) as Array<[Buffer, StreamEntry[]]> | null;
+        this.reading = true;
+        const ids: string[] = [];
+        for (const [, entries] of read ?? []) {
+          for (const [rawId, fields] of entries) {
+            const id = rawId.toString();
+            ids.push(id);
+            this.lastId = id;
+            for (let i = 1; i < fields.length; i += 2) {
+              try {
+                this.handler(decodeMessage(fields[i]));
+              } catch (e) {
+                this.onError(e);
+              }
+            }
+          }
+        }
+        if (ids.length > 0) this.outbox.delete(this.key, ids);
+      } catch (e) {
+        if (this.closed) return;
+        if (this.reading && !(e as Error)?.name?.includes('ReplyError')) {
+          // The connection dropped (Redis died, restarted or is cut off): what was sent here and not
+          // read yet may be gone with it, and the senders' answers with them.
+          this.reading = false;
+          this.onLost?.(TransportErrors.redisUnavailable(`the connection was lost while waiting for answers (${(e as Error)?.message ?? e})`));
+        }
+        this.onError(e);
+        await sleep(RETRY_MS);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.conn.disconnect();
+    await this.loop?.catch(() => undefined);
+  }
+}
