@@ -141,7 +141,9 @@ export class SchedulerAgent {
   }
 
   async start(): Promise<void> {
-    this.mailbox = await this.port.receive(schedulerMailboxOf(this.schedulerId), (m) => this.onMessage(m));
+    this.mailbox = await this.port.receive(schedulerMailboxOf(this.schedulerId), (m) => this.onMessage(m), {
+      onLost: (e) => this.failRunning(e),
+    });
     await this.refresh();
     this.timer = setInterval(() => void this.refresh().catch((e: unknown) => this.log('warn', `scheduler: ${(e as Error).message}`)), 500);
   }
@@ -379,6 +381,21 @@ export class SchedulerAgent {
         if (m.error) relay.row.sink.fail(errorFromWire(m));
         else relay.row.sink.send(m.response && responseFromWire(m.response), m.final);
       });
+    }
+  }
+
+  /**
+   * The port lost Redis: a batch handed out before may be gone with it (a Redis that restarted
+   * empty lost the worker's queue) and its batch-done with it, so no batch running now would ever
+   * free its instance. Each fails (its gateway has failed the requests too: the same outage
+   * reached its mailbox), and the instances take new batches.
+   */
+  private failRunning(error: InferenceError): void {
+    const batches = [...this.running.values()];
+    this.running.clear();
+    for (const batch of batches) {
+      for (const i of batch.items) i.sink.fail(error);
+      batch.resolve();
     }
   }
 
