@@ -1,8 +1,14 @@
 #!/usr/bin/env node
 /**
- * `npm run fuzz`: the property-based fuzz tests (*.fuzz.spec.ts) with many more runs than inside
- * `npm test`. FUZZ_RUNS sets the runs per property (default 20000); prints the cases run and the
- * failures found. Extra arguments go to jest (e.g. a path pattern to fuzz one decoder).
+ * `npm run fuzz`: the fuzzing of `npm test`, run longer.
+ *
+ * 1. The property-based fuzz tests (*.fuzz.spec.ts) with many more runs: FUZZ_RUNS per property
+ *    (default 20000); prints the cases run and the failures found.
+ * 2. The coverage-guided fuzzer (test/fuzz/) on each target for FUZZ_SECONDS (default 60): prints
+ *    per target the cases run, blocks reached and crashes found (saved under .tmp/fuzz/crashes).
+ *
+ * Options: --seconds=N (guided, per target), --targets=a,b (guided), --guided-only,
+ * --properties-only; other arguments go to jest (e.g. a path pattern to fuzz one decoder).
  */
 'use strict';
 const { spawnSync } = require('node:child_process');
@@ -10,11 +16,35 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
+const options = { guided: true, properties: true, env: {} };
+const jestArgs = [];
+for (const arg of process.argv.slice(2)) {
+  const [key, value] = arg.split('=', 2);
+  if (key === '--guided-only') options.properties = false;
+  else if (key === '--properties-only') options.guided = false;
+  else if (key === '--seconds' && value) options.env.FUZZ_SECONDS = value;
+  else if (key === '--targets' && value) options.env.FUZZ_TARGETS = value;
+  else jestArgs.push(arg);
+}
+
+/** The coverage-guided run (test/fuzz/cli.ts, TypeScript loaded by test/fuzz/register.js); its exit status. */
+function guided() {
+  const root = path.resolve(__dirname, '..');
+  const r = spawnSync(process.execPath, ['-r', path.join(root, 'test/fuzz/register.js'), path.join(root, 'test/fuzz/cli.ts')], {
+    stdio: 'inherit',
+    cwd: root,
+    env: { ...process.env, ...options.env },
+  });
+  return r.status ?? 1;
+}
+
+if (!options.properties) process.exit(guided());
+
 const runs = Number(process.env.FUZZ_RUNS) > 0 ? Math.floor(Number(process.env.FUZZ_RUNS)) : 20000;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-fuzz-'));
 const report = path.join(dir, 'report.json');
 const jest = require.resolve('jest/bin/jest');
-const args = [jest, '--testPathPattern', '\\.fuzz\\.spec\\.ts$', '--json', '--outputFile', report, ...process.argv.slice(2)];
+const args = [jest, '--testPathPattern', '\\.fuzz\\.spec\\.ts$', '--json', '--outputFile', report, ...jestArgs];
 const started = Date.now();
 const result = spawnSync(process.execPath, args, {
   stdio: 'inherit',
@@ -50,4 +80,6 @@ for (const file of summary.testResults) {
   }
 }
 fs.rmSync(dir, { recursive: true, force: true });
-process.exit(summary.numFailedTests > 0 || result.status !== 0 ? 1 : 0);
+const propertiesFailed = summary.numFailedTests > 0 || result.status !== 0;
+const guidedStatus = options.guided ? guided() : 0;
+process.exit(propertiesFailed || guidedStatus !== 0 ? 1 : 0);

@@ -6,6 +6,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort, MAIN } from './built-server';
 
+/**
+ * The CLI the roles run: the checkout's build, or `NEREID_E2E_MAIN` (a build kept apart, e.g. of
+ * a commit, so that a rebuild of dist/ by someone else cannot change it under a running test).
+ */
+const ENTRY = process.env.NEREID_E2E_MAIN || MAIN;
+
 export interface RoleProcess {
   role: string;
   child: ChildProcess;
@@ -29,7 +35,7 @@ export async function startRole(
   const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
   const child = spawn(
     process.execPath,
-    [MAIN, 'serve', '--role', role, '--redis', redisUrl, '--model-repository', repo,
+    [ENTRY, 'serve', '--role', role, '--redis', redisUrl, '--model-repository', repo,
       '--http-port', String(http), '--grpc-port', String(grpc), '--metrics-port', String(metrics),
       '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1', ...(options.args ?? [])],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },

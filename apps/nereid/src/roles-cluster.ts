@@ -37,6 +37,13 @@ export class RedisClusterModels implements ClusterModels {
     return Object.values(all).map((v) => JSON.parse(v) as ClusterModelEntry);
   }
 
+  /** One PING round trip to Redis, in ms (the `nereid_redis_round_trip_ms` metric). */
+  async ping(): Promise<number> {
+    const start = performance.now();
+    await this.redis.ping();
+    return performance.now() - start;
+  }
+
   async close(): Promise<void> {
     this.redis.disconnect();
   }

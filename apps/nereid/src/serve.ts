@@ -12,6 +12,7 @@ import { startPolling } from './poller';
 import { tracerOf } from './trace-config';
 import { loadStartupModels } from './startup';
 import { metricsOf, startMetricsEndpoint, statsSourceOf } from './metrics-endpoint';
+import type { NereidMetrics } from '@nereid/metrics';
 
 /** An ensemble step's answers, from the core back to the ensemble's sink: one object per step. */
 class StepObserver implements ResponseObserver {
@@ -34,12 +35,14 @@ export interface RunningNereid {
   httpPort: number;
   grpcPort: number;
   metricsPort: number;
-  core: InferenceCore;
+  core: NereidCore;
   /** The schedulers of the loaded models (e.g. sequence slots in use). */
   scheduler: SchedulerHost;
   /** The instances this process hosts (distributed mode's worker role runs batches on it). */
   worker: WorkerHost;
   manager: ModelRepositoryManager;
+  /** The metrics port's families (absent with --allow-metrics=false): distributed mode adds its own. */
+  metrics?: NereidMetrics;
   /** Stops the front doors, drains in-flight requests, unloads every model. */
   close(): Promise<void>;
 }
@@ -53,6 +56,8 @@ export interface ServeWiring {
   backends?: BackendRegistry;
   worker?: (local: WorkerHost) => WorkerChannel;
   scheduler?: (local: SchedulerHost) => SchedulerChannel;
+  /** What the front doors call instead of the core (a gateway's cluster-wide control plane). */
+  core?: (local: NereidCore, manager: ModelRepositoryManager) => InferenceCore;
 }
 
 /** The backends Nereid ships, configured from `--backend-config`. */
@@ -149,6 +154,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     transport.scheduler,
   );
 
+  const front = wiring.core?.(core, manager) ?? core;
+
   // Client system shared memory, one set of regions for both front doors (--allow-client-shm).
   const sharedMemory = new SystemSharedMemory({ enabled: options.allowClientShm, maxInputBytes: options.httpMaxInputSize });
   const closers: (() => Promise<void>)[] = [];
@@ -178,7 +185,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       closers.push(async () => authTokens.close());
     }
     if (options.allowHttp) {
-      const http = await startHttpServer(core, {
+      const http = await startHttpServer(front, {
         host: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
@@ -199,7 +206,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       logger.log('info', `Started HTTPService at ${options.httpAddress}:${httpPort}`);
     }
     if (options.allowGrpc) {
-      const grpc = await startGrpcServer(core, {
+      const grpc = await startGrpcServer(front, {
         host: options.grpcAddress,
         port: options.grpcPort,
         maxMessageSize: options.grpcMaxMessageSize,
@@ -228,7 +235,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       closers.push(async () => poller.stop());
     }
     core.setReady(true);
-    return { httpPort, grpcPort, metricsPort, core, scheduler, worker, manager, close };
+    return { httpPort, grpcPort, metricsPort, core, scheduler, worker, manager, metrics, close };
   } catch (e) {
     await close();
     throw e;

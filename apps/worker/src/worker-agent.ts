@@ -64,11 +64,13 @@ class WireSink implements ResponseSink {
  * done. Cancels from any gateway reach the running requests through `cancels`.
  */
 export class WorkerAgent {
-  private readonly subscriptions: Subscription[] = [];
-  private readonly served: ClusterModelEntry[] = [];
+  /** Per version (`<name>/<version>`): what serves it here, its table entry and its work queue's subscription. */
+  private readonly served = new Map<string, { model: AgentModel; entry: ClusterModelEntry; subscription: Subscription }>();
   private beat?: NodeJS.Timeout;
   /** Per `<local key>#<instance>`: the end of the batches handed to that instance (run one after another, at most `depth` at once). */
   private readonly lanes = new Map<string, { tail: Promise<void>; running: number }>();
+  /** Serves and withdrawals, one after another (the lifecycle events that start them arrive in order). */
+  private changes: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly port: MessagePort,
@@ -79,27 +81,86 @@ export class WorkerAgent {
     private readonly fences = new BatchFences(),
   ) {}
 
-  async serve(model: AgentModel): Promise<void> {
-    const queue = workQueueOf(this.workerId, model.name, model.version);
-    this.subscriptions.push(
-      // Schedulers keep several batches per instance in flight (CLUSTER_PIPELINE_DEPTH): they wait here, in order.
-      await this.port.consume(queue, (d) => this.run(model, d), { consumer: this.workerId, prefetch: Math.max(64, model.instances * 16) }),
-    );
+  /**
+   * Serves a version to the cluster: consumes its work queue and publishes it in the table. A
+   * version served already (a reload made a new runtime of it) goes on with the new runtime.
+   */
+  serve(model: AgentModel): Promise<void> {
+    return this.change(() => this.doServe(model));
+  }
+
+  /**
+   * Stops serving a version (it is being unloaded here): its table entry goes (schedulers stop
+   * sending it batches), its work queue is no longer read, and this waits for the batches it
+   * runs. `localKey`: only when that runtime is the one serving (a reload's old runtime is not).
+   */
+  withdraw(name: string, version: number, localKey?: string): Promise<void> {
+    return this.change(() => this.doWithdraw(name, version, localKey));
+  }
+
+  /** Resolves once every serve and withdrawal asked for so far is done. */
+  settled(): Promise<void> {
+    return this.change(async () => undefined);
+  }
+
+  private change(f: () => Promise<void>): Promise<void> {
+    const done = this.changes.then(f);
+    this.changes = done.catch(() => undefined);
+    return done;
+  }
+
+  private async doServe(model: AgentModel): Promise<void> {
+    const id = `${model.name}/${model.version}`;
     const entry: ClusterModelEntry = {
       name: model.name, version: model.version, workerId: this.workerId, config: model.config, instances: model.instances, depth: model.depth, at: Date.now(),
     };
+    const current = this.served.get(id);
+    if (current) {
+      current.model = model;
+      current.entry = entry;
+    } else {
+      const queue = workQueueOf(this.workerId, model.name, model.version);
+      // Schedulers keep several batches per instance in flight (CLUSTER_PIPELINE_DEPTH): they wait here, in order.
+      const subscription = await this.port.consume(queue, (d) => this.run(id, d), { consumer: this.workerId, prefetch: Math.max(64, model.instances * 16) });
+      this.served.set(id, { model, entry, subscription });
+    }
     await this.cluster.publish(entry);
-    this.served.push(entry);
     // The heartbeat: entries not re-published within WORKER_LOST_MS are taken for a worker that is gone.
-    this.beat ??= setInterval(() => {
-      for (const e of this.served) void this.cluster.publish({ ...e, at: Date.now() }).catch(() => undefined);
-    }, WORKER_BEAT_MS);
+    this.beat ??= setInterval(() => this.heartbeat(), WORKER_BEAT_MS);
   }
 
-  private run(model: AgentModel, delivery: Delivery): void {
+  private async doWithdraw(name: string, version: number, localKey?: string): Promise<void> {
+    const id = `${name}/${version}`;
+    const current = this.served.get(id);
+    if (!current || (localKey !== undefined && current.model.localKey !== localKey)) return;
+    this.served.delete(id);
+    await this.cluster.withdraw(name, version, this.workerId).catch(() => undefined);
+    await current.subscription.close().catch(() => undefined);
+    const lanes = [...this.lanes].filter(([k]) => k.startsWith(`${current.model.localKey}#`)).map(([, l]) => l.tail);
+    await Promise.all(lanes);
+  }
+
+  private heartbeat(): void {
+    for (const s of this.served.values()) void this.cluster.publish({ ...s.entry, at: Date.now() }).catch(() => undefined);
+  }
+
+  /** Batches running or waiting on this worker's instances (the heartbeat's `load`). */
+  get load(): number {
+    let n = 0;
+    for (const l of this.lanes.values()) n += l.running;
+    return n;
+  }
+
+  /** What this worker serves, for its heartbeat message. */
+  get models(): Array<{ key: string; instances: number }> {
+    return [...this.served.values()].map((s) => ({ key: `${s.model.name}/${s.model.version}`, instances: s.model.instances }));
+  }
+
+  private run(version: string, delivery: Delivery): void {
     const m = delivery.message;
+    const model = this.served.get(version)?.model;
     // A batch from a scheduler that lost the version's lease is not run (the new holder runs its requests).
-    if (m.kind !== 'execute-batch' || !this.fences.admit(m)) {
+    if (m.kind !== 'execute-batch' || !model || !this.fences.admit(m)) {
       void delivery.ack();
       return;
     }
@@ -130,8 +191,15 @@ export class WorkerAgent {
     });
   }
 
+  /** Stops serving: every version leaves the cluster's table, and no work queue is read any more. */
   async stop(): Promise<void> {
     clearInterval(this.beat);
-    await Promise.allSettled(this.subscriptions.map((s) => this.cluster && s.close()));
+    await this.changes;
+    const served = [...this.served.values()];
+    this.served.clear();
+    await Promise.allSettled(served.map(async (s) => {
+      await this.cluster.withdraw(s.model.name, s.model.version, this.workerId);
+      await s.subscription.close();
+    }));
   }
 }

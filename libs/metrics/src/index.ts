@@ -2,3 +2,4 @@ export * from './custom-metrics';
 export * from './metrics-config';
 export * from './nereid-metrics';
 export * from './stats-port';
+export * from './cluster-metrics';

@@ -83,6 +83,20 @@ describe('pbtxt printer', () => {
     expect(quotePbtxtString('a"b\\c\nd\te\u0001é')).toBe('"a\\"b\\\\c\\nd\\te\\001é"');
   });
 
+  it('prints 64-bit values held as doubles so that they parse back (found by the coverage-guided fuzzer)', () => {
+    // 9223372036854775807 is held as 2^63, which String() prints as 9223372036854776000: out of range.
+    const text = [
+      'input { dims: [9223372036854775807, -9223372036854775808, 1234567890123456789] }',
+      'sequence_batching { max_sequence_idle_microseconds: 18446744073709551615 }',
+      'max_batch_size: 2147483647',
+    ].join('\n');
+    const config = parseModelConfig(text, 'c');
+    const printed = printModelConfig(config);
+    expect(printed).toContain('dims: [9223372036854775807, -9223372036854775808, 1234567890123456768]');
+    expect(printed).toContain('max_sequence_idle_microseconds: 18446744073709551615');
+    expect(parseModelConfig(printed, 'c')).toEqual(config);
+  });
+
   it('prints nothing for an empty config', () => {
     expect(printModelConfig({})).toBe('');
     expect(parseModelConfig('', 'c')).toEqual({});

@@ -1,6 +1,7 @@
 import { getMessage, mapEntryMessage, MODEL_CONFIG_MESSAGE, type FieldDescriptor, type MessageDescriptor } from '../schema';
 import type { ModelConfig } from '../types';
 import { isPlainObject, type JsonObject } from '../values';
+import { integerText } from './scalars';
 
 const INDENT = '  ';
 
@@ -36,6 +37,11 @@ function formatScalar(field: FieldDescriptor, value: unknown): string {
     case 'float':
     case 'double':
       return formatFloat(Number(value));
+    case 'int32':
+    case 'uint32':
+    case 'int64':
+    case 'uint64':
+      return typeof value === 'number' ? integerText(value, field.scalar) : String(value);
     default:
       return String(value);
   }

@@ -11,6 +11,20 @@ const INT_RANGES: Record<string, [bigint, bigint]> = {
   uint64: [0n, 2n ** 64n - 1n],
 };
 
+/**
+ * The text of an integer field's value: the exact decimal digits of the number, clamped to the
+ * field's range. A 64-bit value beyond 2^53 is held as the nearest double, which may lie just past
+ * the range (9223372036854775807 is held as 2^63, 18446744073709551615 as 2^64) and whose shortest
+ * decimal form (String) has other digits ("9223372036854775808" prints "9223372036854776000"):
+ * either would not parse back. The text returned parses back to the same number.
+ */
+export function integerText(value: number, scalar: 'int32' | 'uint32' | 'int64' | 'uint64'): string {
+  if (!Number.isInteger(value)) return String(value);
+  const [min, max] = INT_RANGES[scalar];
+  const n = BigInt(value);
+  return (n < min ? min : n > max ? max : n).toString();
+}
+
 function fail(tok: Token, detail: string): never {
   throw new PbtxtSyntaxError(tok.line, tok.col, detail);
 }

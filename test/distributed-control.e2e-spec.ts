@@ -1,0 +1,270 @@
+/**
+ * Distributed mode's control plane (issue 13, and issue 15's cluster metrics): real processes of
+ * the built CLI (`npm run build` first) over a private redis-server: two gateways, one scheduler,
+ * two workers, all in explicit model control mode.
+ *
+ * - An ensemble sent to either gateway runs in that gateway, its steps through their model's
+ *   cluster queue: requests of both gateways batch together on the workers, and the statistics
+ *   summed over the cluster show it; a failing step's error reaches the client in the embedded
+ *   server's words.
+ * - Load and unload through one gateway reach every worker and the other gateway; readiness and
+ *   the repository index are the cluster's.
+ * - Statistics through either gateway (HTTP and gRPC) are the sums over the cluster.
+ * - Each role's metrics port has the Redis round-trip histogram; gateways and the scheduler the
+ *   live worker count and each worker's load.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { freePort, MAIN } from './helpers/built-server';
+import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { startRedis, type RedisServer } from './helpers/redis-server';
+import { ROOT } from './helpers/server';
+
+jest.setTimeout(120_000);
+
+/** The CLI to run: the checkout's build, or another build of it (NEREID_E2E_MAIN, e.g. a private copy while dist/ is rebuilt). */
+const CLI = process.env.NEREID_E2E_MAIN ?? MAIN;
+
+interface Role {
+  child: ChildProcess;
+  http: number;
+  grpc: number;
+  metrics: number;
+  log: () => string;
+}
+
+let redis: RedisServer;
+let repo: string;
+const roles: Role[] = [];
+let gateways: Role[];
+let workers: Role[];
+let scheduler: Role;
+let grpcClient: Client;
+
+async function startRole(role: string): Promise<Role> {
+  const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
+  const child = spawn(
+    process.execPath,
+    [CLI, 'serve', '--role', role, '--redis', redis.url, '--model-repository', repo,
+      '--model-control-mode=explicit', '--load-model=ensemble_batched', '--load-model=ensemble_raises',
+      '--http-port', String(http), '--grpc-port', String(grpc), '--metrics-port', String(metrics),
+      '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const r = { child, http, grpc, metrics, log: () => out };
+  roles.push(r);
+  return r;
+}
+
+const url = (r: Role, p: string): string => `http://127.0.0.1:${r.http}${p}`;
+
+async function status(r: Role, p: string): Promise<number> {
+  return fetch(url(r, p)).then((res) => res.status, () => 0);
+}
+
+async function until(what: string, f: () => Promise<boolean>, deadlineMs = 60_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (!(await f())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${deadlineMs} ms\n${roles.map((r) => r.log()).join('\n----\n')}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+async function post(r: Role, p: string, body: unknown): Promise<{ status: number; body: Msg }> {
+  const res = await fetch(url(r, p), { method: 'POST', body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Msg) : {} };
+}
+
+async function stats(r: Role, model: string): Promise<Msg> {
+  const res = await fetch(url(r, `/v2/models/${model}/stats`));
+  const body = (await res.json()) as Msg;
+  expect(res.status).toBe(200);
+  return body.model_stats[0];
+}
+
+/** Inferences per batch size, from a statistics answer's batch_stats. */
+const batches = (s: Msg): Map<number, number> =>
+  new Map((s.batch_stats as Msg[]).map((b) => [Number(b.batch_size), Number(b.compute_infer.count)]));
+const inferencesOf = (s: Msg): number => [...batches(s)].reduce((n, [size, count]) => n + size * count, 0);
+
+const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
+
+function simpleBody(base: number): unknown {
+  return {
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: range(16, (i) => base + i) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: range(16, () => 1) },
+    ],
+  };
+}
+
+async function metricsText(r: Role): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${r.metrics}/metrics`)).text();
+}
+
+const sample = (text: string, name: string): number[] =>
+  text.split('\n').filter((l) => l.startsWith(name) && !l.startsWith('#')).map((l) => Number(l.split(' ').at(-1)));
+
+beforeAll(async () => {
+  redis = await startRedis();
+  repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-distributed-control-'));
+  fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
+  for (const m of ['slow_scale', 'ensemble_batched', 'execute_raises', 'ensemble_raises']) {
+    fs.cpSync(path.join(ROOT, 'test/fixtures/python', m), path.join(repo, m), { recursive: true });
+  }
+  workers = [await startRole('worker'), await startRole('worker')];
+  scheduler = await startRole('scheduler');
+  gateways = [await startRole('gateway'), await startRole('gateway')];
+  await Promise.all(
+    [...workers, ...gateways].map((r) => until('ensemble_batched ready', async () => (await status(r, '/v2/models/ensemble_batched/ready')) === 200)),
+  );
+  grpcClient = inferenceClient(gateways[0].grpc);
+});
+
+afterAll(async () => {
+  grpcClient?.close();
+  await Promise.all(
+    roles.map(
+      (r) =>
+        new Promise<void>((resolve) => {
+          if (r.child.exitCode !== null || r.child.signalCode !== null) return resolve();
+          r.child.once('exit', () => resolve());
+          r.child.kill('SIGKILL');
+        }),
+    ),
+  );
+  await redis?.stop();
+  if (repo) fs.rmSync(repo, { recursive: true, force: true });
+});
+
+describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explicit mode)', () => {
+  it('runs an ensemble sent to either gateway, its batching step batched across both gateways, with summed statistics', async () => {
+    const answers = await Promise.all(
+      range(16, (i) => i).map((i) =>
+        post(gateways[i % 2], '/v2/models/ensemble_batched/infer', { id: `e${i}`, inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 4], data: [i, i + 1, i + 2, i + 3] }] }),
+      ),
+    );
+    answers.forEach((a, i) => {
+      expect(a.status).toBe(200);
+      expect(a.body.id).toBe(`e${i}`);
+      expect(a.body.outputs[0].name).toBe('Y');
+      expect(a.body.outputs[0].data).toEqual([2 * i, 2 * i + 2, 2 * i + 4, 2 * i + 6]);
+    });
+    // Summed over the cluster, through either gateway: 16 inferences of the step, in batches > 1.
+    for (const g of gateways) {
+      const step = await stats(g, 'slow_scale');
+      expect(step.inference_stats.success.count).toBe(16);
+      expect(step.inference_count).toBe(16);
+      expect(inferencesOf(step)).toBe(16);
+      expect(Math.max(...batches(step).keys())).toBeGreaterThan(1);
+      expect(step.execution_count).toBe([...batches(step).values()].reduce((a, b) => a + b, 0));
+      const ensemble = await stats(g, 'ensemble_batched');
+      expect(ensemble.inference_stats.success.count).toBe(16);
+      expect(ensemble.inference_count).toBe(16);
+    }
+    // Per process: each worker's own statistics hold the executions it ran, the gateways' the requests they held.
+    const perWorker = await Promise.all(workers.map((w) => stats(w, 'slow_scale')));
+    expect(perWorker.reduce((n, s) => n + inferencesOf(s), 0)).toBe(16);
+    const perGateway = await Promise.all(gateways.map((g) => fetch(url(g, '/v2/models/ensemble_batched/stats')).then((r) => r.json() as Promise<Msg>)));
+    expect(perGateway.map((s) => s.model_stats[0].inference_stats.success.count)).toEqual([16, 16]);
+  });
+
+  it("a failing ensemble step's error reaches the client in the embedded server's words", async () => {
+    const ok = await post(gateways[1], '/v2/models/ensemble_raises/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [3] }] });
+    expect(ok.status).toBe(200);
+    expect(ok.body.outputs[0].data).toEqual([3]);
+    const failed = await post(gateways[1], '/v2/models/ensemble_raises/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [-1] }] });
+    expect(failed.status).toBe(500);
+    expect(failed.body.error).toContain('ValueError: execute exploded on -1');
+    const ensemble = await stats(gateways[0], 'ensemble_raises');
+    expect([ensemble.inference_stats.success.count, ensemble.inference_stats.fail.count]).toEqual([1, 1]);
+  });
+
+  it('loads a model through one gateway on every worker and the other gateway, and unloads it the same way', async () => {
+    expect(await status(gateways[1], '/v2/models/simple/ready')).toBe(400);
+    const load = await post(gateways[0], '/v2/repository/models/simple/load', {});
+    expect(load.status).toBe(200);
+    // Loaded everywhere once the load answered.
+    for (const r of [...workers, ...gateways]) expect(await status(r, '/v2/models/simple/ready')).toBe(200);
+    const answer = await post(gateways[1], '/v2/models/simple/infer', simpleBody(10));
+    expect(answer.status).toBe(200);
+    expect(answer.body.outputs[0].data).toEqual(range(16, (i) => 11 + i));
+    const index = (await post(gateways[1], '/v2/repository/index', {})).body as unknown as Msg[];
+    expect(index.find((e) => e.name === 'simple')).toMatchObject({ name: 'simple', version: '1', state: 'READY' });
+
+    const unload = await post(gateways[1], '/v2/repository/models/simple/unload', {});
+    expect(unload.status).toBe(200);
+    for (const r of [...workers, ...gateways]) expect(await status(r, '/v2/models/simple/ready')).toBe(400);
+    const after = (await post(gateways[0], '/v2/repository/index', {})).body as unknown as Msg[];
+    expect(after.find((e) => e.name === 'simple')).toEqual({ name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
+    const refused = await post(gateways[0], '/v2/models/simple/infer', simpleBody(1));
+    // The embedded server's answer for a model with no version loaded.
+    expect(refused.status).toBe(404);
+    expect(refused.body.error).toBe("Request for unknown model: 'simple' has no available versions");
+  });
+
+  it("answers a load that fails on the workers with their words, and the index shows the workers' reason", async () => {
+    fs.mkdirSync(path.join(repo, 'broken/1'), { recursive: true });
+    fs.writeFileSync(path.join(repo, 'broken/config.pbtxt'), 'name: "broken"\nbackend: "onnxruntime"\nmax_batch_size: 0\n');
+    fs.writeFileSync(path.join(repo, 'broken/1/model.onnx'), 'not an onnx file');
+    const viaGateway = await post(gateways[1], '/v2/repository/models/broken/load', {});
+    expect(viaGateway.status).toBe(400);
+    expect(viaGateway.body.error).toMatch(/^failed to load 'broken'/);
+    const index = (await post(gateways[0], '/v2/repository/index', {})).body as unknown as Msg[];
+    const row = index.find((e) => e.name === 'broken');
+    expect(row).toMatchObject({ name: 'broken', version: '1', state: 'UNAVAILABLE' });
+    expect(row!.reason.length).toBeGreaterThan(0);
+    expect(await status(gateways[0], '/v2/models/broken/ready')).toBe(400);
+  });
+
+  it('sums the statistics of requests sent through both gateways (HTTP and gRPC)', async () => {
+    expect((await post(gateways[0], '/v2/repository/models/simple/load', {})).status).toBe(200);
+    const sent = await Promise.all(range(10, (i) => post(gateways[i % 2], '/v2/models/simple/infer', simpleBody(i))));
+    sent.forEach((a, i) => {
+      expect([a.status, a.body.error]).toEqual([200, undefined]);
+      expect(a.body.outputs[0].data).toEqual(range(16, (j) => i + j + 1));
+    });
+    const http = await stats(gateways[1], 'simple');
+    expect(http.inference_stats.success.count).toBe(10);
+    expect(http.inference_stats.fail.count).toBe(0);
+    expect(http.inference_count).toBe(10);
+    expect(http.inference_stats.queue.count).toBe(10);
+    expect(http.inference_stats.compute_infer.count).toBe(10);
+    expect(inferencesOf(http)).toBe(10);
+    expect(http.last_inference).toBeGreaterThan(0);
+    const grpc = await call(grpcClient, 'ModelStatistics', { name: 'simple', version: '' });
+    const g = grpc.model_stats[0];
+    expect(Number(g.inference_stats.success.count)).toBe(10);
+    expect(Number(g.inference_count)).toBe(10);
+    expect(Number(g.execution_count)).toBe(Number(http.execution_count));
+  });
+
+  it("exports the Redis round trip on every role, the live worker count and each worker's load on gateways and the scheduler", async () => {
+    // Pings run once per heartbeat (1 s): the first ones are in by now.
+    for (const r of [...gateways, scheduler, ...workers]) {
+      const text = await metricsText(r);
+      const [count] = sample(text, 'nereid_redis_round_trip_ms_count');
+      expect(count).toBeGreaterThan(0);
+      const [sum] = sample(text, 'nereid_redis_round_trip_ms_sum');
+      expect(sum / count).toBeGreaterThan(0);
+      expect(sum / count).toBeLessThan(1000);
+    }
+    for (const r of [...gateways, scheduler]) {
+      const text = await metricsText(r);
+      expect(sample(text, 'nereid_cluster_workers ')).toEqual([2]);
+      const loads = text.split('\n').filter((l) => l.startsWith('nereid_cluster_worker_load{'));
+      expect(loads).toHaveLength(2);
+      for (const l of loads) {
+        expect(l).toMatch(/^nereid_cluster_worker_load\{worker="worker-[^"]+"\} \d+$/);
+        expect(Number(l.split(' ').at(-1))).toBeGreaterThanOrEqual(0);
+      }
+    }
+    expect(await metricsText(workers[0])).not.toMatch(/^nereid_cluster_workers /m);
+  });
+});
