@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ModelConfig, ModelSequenceBatching, SequenceState } from '@nereid/model-config';
 import type { ExecutionItem } from '@nereid/protocol';
-import type { Tensor } from '@nereid/tensor';
+import { isReclaimable, markReclaimable, RECLAIM_MIN_BYTES, type Tensor } from '@nereid/tensor';
 import { FakeClock } from './clock';
 import { createScheduler } from './scheduler';
 import { CONTROLS, sequenceModel } from './sequence-spec-helpers';
@@ -94,6 +94,21 @@ describe('SequenceBatchScheduler implicit state', () => {
       ['named', ['ACC_OUT']],
       ['unnamed', ['OUT']],
     ]);
+  });
+});
+
+describe('SequenceBatchScheduler implicit state and reclaimable outputs', () => {
+  it('retains a state output the response also carries: the front door must not free what the next request reads', async () => {
+    const { log, s, finish } = valueModel({ state: [ACC] });
+    const item = log.item({ id: 'named', inputs: { IN: [1, 1] } });
+    Object.assign(item.request, { sequenceId: 5n, sequenceStart: true, outputs: [{ name: 'ACC_OUT' }] });
+    s.enqueue(item);
+    const state = new Float32Array(RECLAIM_MIN_BYTES / 4).fill(4);
+    markReclaimable(state);
+    expect(isReclaimable(state)).toBe(true);
+    await finish(0, () => [{ name: 'ACC_OUT', datatype: 'FP32', shape: [1, RECLAIM_MIN_BYTES / 4], data: state }]);
+    expect(log.events.map((e) => ('response' in e ? e.response?.outputs.map((t) => t.data) : undefined))).toEqual([[state]]);
+    expect(isReclaimable(state)).toBe(false);
   });
 });
 

@@ -7,6 +7,7 @@ import {
   elementCount,
   ELEMENT_SIZE,
   fromConfigType,
+  retainStorage,
   viewAs,
   type DataType,
   type Tensor,
@@ -99,6 +100,8 @@ export class ImplicitStates {
       if (out === undefined) continue;
       states ??= new Map(previous ?? []);
       states.set(spec.inputName, { name: spec.inputName, datatype: out.datatype, shape: out.shape, data: out.data });
+      // Kept for the sequence's next request: the client's response must not free it (reclaim.ts).
+      retainStorage(out.data);
       if (keep?.has(out.name) !== true) stripped = true;
     }
     if (!stripped) return { response, states };

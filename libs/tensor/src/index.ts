@@ -7,3 +7,4 @@ export * from './json-text';
 export * from './binary-codec';
 export * from './grpc-contents';
 export * from './classification';
+export * from './reclaim';

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { BufferPool, type InferenceCore, type SystemSharedMemory } from '@nereid/core';
 import { HttpRequestErrors, InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
+import { isReclaimable, reclaimStorage } from '@nereid/tensor';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import type { BodyBudget } from './body-budget';
 import { describe } from './http-error.filter';
@@ -224,8 +225,10 @@ export class InferFastPath {
           open.delete(abort);
           const trace = request.trace;
           trace?.mark('HTTP_SEND_START');
-          if (encoded !== undefined) respond(req, res, encoded);
-          else fail(res, InferenceError.internal(`model '${model}' sent no response`));
+          if (encoded !== undefined) {
+            respond(req, res, encoded);
+            reclaimWhenSent(res, last!);
+          } else fail(res, InferenceError.internal(`model '${model}' sent no response`));
           releaseWhenSent(res, outputForm);
           settled();
           if (trace !== undefined) {
@@ -265,6 +268,22 @@ function releaseWhenSent(res: ServerResponse, form: OutputForm): void {
   if (!form.sharedMemory) return;
   if (res.closed) releaseSharedMemory(form);
   else res.once('close', () => releaseSharedMemory(form));
+}
+
+/**
+ * Frees the output buffers the backend handed over whole (libs/tensor/src/reclaim.ts) once the
+ * answer is with the kernel: 'finish' comes after the last write completed, so no pending socket
+ * write still reads them, and by then they are written to client shared memory or encoded as well.
+ * Never on an answer cut off ('close' without 'finish'): there the collector frees them.
+ */
+function reclaimWhenSent(res: ServerResponse, response: InferenceResponse): void {
+  const outputs = response.outputs;
+  let any = false;
+  for (let i = 0; i < outputs.length && !any; i++) any = isReclaimable(outputs[i].data);
+  if (!any) return;
+  res.once('finish', () => {
+    for (const t of outputs) reclaimStorage(t.data);
+  });
 }
 
 /** A function that runs `fn` the second time it is called. */

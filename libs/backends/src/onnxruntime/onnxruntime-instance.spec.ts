@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError } from '@nereid/protocol';
-import { allocateTensorData, fromConfigType } from '@nereid/tensor';
+import { allocateTensorData, fromConfigType, isReclaimable, RECLAIM_MIN_BYTES } from '@nereid/tensor';
 import type { ModelInstance } from '../backend';
 import { OnnxRuntimeBackend } from './onnxruntime-backend';
 import type { OnnxRuntimeInstance } from './onnxruntime-instance';
@@ -275,6 +275,38 @@ describe('OnnxRuntimeInstance datatypes, reshape and non-batching models', () =>
       const out = outputOf(await p.result, 'OUTPUT0');
       expect(out.shape).toEqual([2, 2, 2]);
       expect(Array.from(out.data as Float32Array)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    } finally {
+      await instance.unload();
+    }
+  });
+
+  it('hands a large output over whole (reclaimable once answered), but never a batch slice shared with other requests', async () => {
+    const dir = path.join(FIXTURES, 'identity_fp32');
+    const config: ModelConfig = {
+      name: 'identity_fp32',
+      backend: 'onnxruntime',
+      max_batch_size: 8,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [-1] }],
+    };
+    const instance = await backend.loadInstance(loadContext(dir, config));
+    const n = RECLAIM_MIN_BYTES / 4;
+    try {
+      const alone = probe(request('identity_fp32', [fp32('INPUT0', [1, n], range(n, (i) => i))]));
+      await instance.execute([alone.item]);
+      const out = outputOf(await alone.result, 'OUTPUT0');
+      expect((out.data as Float32Array)[n - 1]).toBe(n - 1);
+      expect(isReclaimable(out.data)).toBe(true);
+      const pair = [1, 2].map((k) => probe(request('identity_fp32', [fp32('INPUT0', [1, n], range(n, (i) => i * k))])));
+      await instance.execute(pair.map((p) => p.item));
+      for (const [i, p] of pair.entries()) {
+        const slice = outputOf(await p.result, 'OUTPUT0');
+        expect((slice.data as Float32Array)[n - 1]).toBe((n - 1) * (i + 1));
+        expect(isReclaimable(slice.data)).toBe(false);
+      }
+      const small = probe(request('identity_fp32', [fp32('INPUT0', [1, 4], [1, 2, 3, 4])]));
+      await instance.execute([small.item]);
+      expect(isReclaimable(outputOf(await small.result, 'OUTPUT0').data)).toBe(false);
     } finally {
       await instance.unload();
     }

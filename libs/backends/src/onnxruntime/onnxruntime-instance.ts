@@ -1,4 +1,5 @@
 import { InferenceError, nanos, toInferenceError, type ExecutionItem } from '@nereid/protocol';
+import { markReclaimable } from '@nereid/tensor';
 import { ignoreExecution, type ModelInstance, type ReportExecution } from '../backend';
 import type { MemoryUsage } from '../memory-usage';
 import { buildFeeds, fetchesFor, groupCompatible, splitResponses, type BatchModel } from './batch';
@@ -75,6 +76,9 @@ export class OnnxRuntimeInstance implements ModelInstance {
       (outputs) => {
         try {
           const t2 = performance.now();
+          // Every output is a fresh buffer of its own (onnxruntime-node copies it out of the run):
+          // the front door may free it once the answer is sent (libs/tensor/src/reclaim.ts).
+          for (let i = 0; i < outputs.length; i++) markReclaimable(outputs[i].data);
           const responses = splitResponses(this.model, items, outputs);
           const outputNs = nanos(performance.now() - t2);
           const execStart = timing.start - inputMs;
