@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { freePort, MAIN } from './helpers/built-server';
-import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { call, inferenceClient, openInferStream, type Client, type Msg } from './helpers/grpc-client';
 import { startRedis, type RedisServer } from './helpers/redis-server';
 import { ROOT } from './helpers/server';
 
@@ -48,7 +48,7 @@ async function startRole(role: string): Promise<Role> {
   const child = spawn(
     process.execPath,
     [CLI, 'serve', '--role', role, '--redis', redis.url, '--model-repository', repo,
-      '--model-control-mode=explicit', '--load-model=ensemble_batched', '--load-model=ensemble_raises',
+      '--model-control-mode=explicit', '--load-model=ensemble_batched', '--load-model=ensemble_raises', '--load-model=ensemble_repeat',
       '--http-port', String(http), '--grpc-port', String(grpc), '--metrics-port', String(metrics),
       '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
     { stdio: ['ignore', 'pipe', 'pipe'] },
@@ -115,7 +115,7 @@ beforeAll(async () => {
   redis = await startRedis();
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-distributed-control-'));
   fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
-  for (const m of ['slow_scale', 'ensemble_batched', 'execute_raises', 'ensemble_raises']) {
+  for (const m of ['slow_scale', 'ensemble_batched', 'execute_raises', 'ensemble_raises', 'decoupled_repeat', 'identity_types', 'ensemble_repeat']) {
     fs.cpSync(path.join(ROOT, 'test/fixtures/python', m), path.join(repo, m), { recursive: true });
   }
   workers = [await startRole('worker'), await startRole('worker')];
@@ -186,6 +186,27 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
     expect([ensemble.inference_stats.success.count, ensemble.inference_stats.fail.count]).toEqual([1, 1]);
   });
 
+  it('streams every response of a decoupled ensemble step on through the next step, over gRPC', async () => {
+    const { stream, messages, done } = openInferStream(grpcClient);
+    const data = Buffer.alloc(12);
+    [7, 8, 9].forEach((v, i) => data.writeInt32LE(v, i * 4));
+    stream.write({ model_name: 'ensemble_repeat', id: 'r1', inputs: [{ name: 'IN', datatype: 'INT32', shape: [3] }], raw_input_contents: [data] });
+    await until('three answers', async () => messages.filter((m) => (m.infer_response?.raw_output_contents ?? []).length === 2).length >= 3 || messages.some((m) => m.error_message), 30_000);
+    stream.end();
+    await done;
+    expect(messages.filter((m) => m.error_message)).toEqual([]);
+    const answers = messages
+      .map((m) => m.infer_response)
+      .filter((r) => (r.raw_output_contents ?? []).length === 2)
+      .map((r) => ({ id: r.id, value: r.raw_output_contents[0].readInt32LE(0), index: r.raw_output_contents[1].readUInt32LE(0) }));
+    expect(answers).toEqual([
+      { id: 'r1', value: 7, index: 0 },
+      { id: 'r1', value: 8, index: 1 },
+      { id: 'r1', value: 9, index: 2 },
+    ]);
+    expect((await stats(gateways[1], 'identity_types')).inference_stats.success.count).toBe(3);
+  });
+
   it('loads a model through one gateway on every worker and the other gateway, and unloads it the same way', async () => {
     expect(await status(gateways[1], '/v2/models/simple/ready')).toBe(400);
     const load = await post(gateways[0], '/v2/repository/models/simple/load', {});
@@ -243,6 +264,9 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
     expect(Number(g.inference_stats.success.count)).toBe(10);
     expect(Number(g.inference_count)).toBe(10);
     expect(Number(g.execution_count)).toBe(Number(http.execution_count));
+    // gRPC's RepositoryModelUnload takes the same way as HTTP's.
+    await call(grpcClient, 'RepositoryModelUnload', { model_name: 'simple' });
+    for (const r of [...workers, ...gateways]) expect(await status(r, '/v2/models/simple/ready')).toBe(400);
   });
 
   it("exports the Redis round trip on every role, the live worker count and each worker's load on gateways and the scheduler", async () => {
@@ -266,5 +290,31 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
       }
     }
     expect(await metricsText(workers[0])).not.toMatch(/^nereid_cluster_workers /m);
+  });
+
+  it("shows a worker's load while it has batches to run", async () => {
+    // slow_scale spends 100 ms per batch: 8 clients in a loop keep both workers' instances busy.
+    let stop = false;
+    const client = async (i: number): Promise<void> => {
+      while (!stop) {
+        const a = await post(gateways[i % 2], '/v2/models/slow_scale/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 4], data: [i, i, i, i] }] });
+        expect(a.status).toBe(200);
+      }
+    };
+    const clients = range(8, (i) => i).map(client);
+    let busiest = 0;
+    try {
+      await until('a worker load above 0', async () => {
+        const loads = (await metricsText(gateways[0])).split('\n').filter((l) => l.startsWith('nereid_cluster_worker_load{')).map((l) => Number(l.split(' ').at(-1)));
+        busiest = Math.max(busiest, ...loads);
+        return busiest > 0;
+      }, 10_000);
+    } finally {
+      stop = true;
+      await Promise.all(clients);
+    }
+    // Batches running or waiting on one worker's instance: at most the scheduler's pipeline depth per instance.
+    expect(busiest).toBeGreaterThan(0);
+    expect(busiest).toBeLessThanOrEqual(8);
   });
 });
