@@ -61,4 +61,18 @@ describe('OpenRequests: requests sharing one signal (a gRPC stream)', () => {
     for (let key = 100; key < 103; key++) open.deliver(key, undefined, true);
     expect(EventEmitter.getEventListeners(other.signal, 'abort')).toHaveLength(0);
   });
+
+  it("lists a batch's requests still open, in batch order (a decoupled model's log lines after execute returned)", () => {
+    const open = new OpenRequests(true, 'm', () => undefined);
+    const [a, b, c, other] = [item(), item(), item(), item()];
+    open.add(20, 20, a.item);
+    open.add(21, 20, b.item);
+    open.add(22, 20, c.item);
+    open.add(23, 23, other.item);
+    expect(open.itemsOf(20)).toEqual([a.item, b.item, c.item]);
+    open.deliver(21, undefined, true);
+    expect(open.itemsOf(20)).toEqual([a.item, c.item]);
+    expect(open.itemsOf(23)).toEqual([other.item]);
+    expect(open.itemsOf(99)).toEqual([]);
+  });
 });

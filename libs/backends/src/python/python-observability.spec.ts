@@ -1,0 +1,74 @@
+import type { InferenceRequest, InferenceResponse, RequestTrace } from '@nereid/protocol';
+import type { InferFn, LoadContext, ModelInstance } from '../backend';
+import { PythonBackend } from './python-backend';
+import { config, f32, FIXTURES, loadContext, MODELS, request, run, values } from './testing';
+
+const backend = new PythonBackend();
+const io = (name: string, dims = [4]): [string, string, number[]] => [name, 'TYPE_FP32', dims];
+
+interface Line {
+  level: string;
+  message: string;
+  ids?: string[];
+}
+
+/** A LoadContext whose log keeps the ids of the requests each line is about. */
+function withLog(ctx: LoadContext, lines: Line[]): LoadContext {
+  return { ...ctx, log: (level, message, requests) => lines.push({ level, message, ids: requests?.map((r) => r.id) }) };
+}
+
+/** A trace object standing for the core's (only its identity matters here). */
+const trace = (): RequestTrace => ({ mark: () => undefined, release: () => undefined });
+
+describe('PythonBackend: what a model logs and calls, tied to its requests', () => {
+  const loaded: ModelInstance[] = [];
+  afterAll(() => Promise.all(loaded.map((i) => i.unload())));
+
+  it("gives a log line written in execute the batch's requests (padding rows left out); initialize and finalize lines none", async () => {
+    const lines: Line[] = [];
+    const cfg = config('log_requests', [io('INPUT0', [-1])], [io('OUTPUT0', [-1])], { max_batch_size: 4 });
+    const inst = await backend.loadInstance(withLog(loadContext(FIXTURES, cfg), lines));
+    const init = lines.find((l) => l.message.endsWith('log_requests initialize'));
+    expect(init).toMatchObject({ level: 'info', ids: undefined });
+    const padding = request('log_requests', [f32('INPUT0', [0], [1, 1])], { padding: true });
+    const sinks = await run(inst, [
+      request('log_requests', [f32('INPUT0', [5], [1, 1])], { id: 'a' }),
+      request('log_requests', [f32('INPUT0', [6], [1, 1])], { id: 'b' }),
+      padding,
+    ]);
+    expect(values(sinks[0].output('OUTPUT0'))).toEqual([5]);
+    const execute = lines.filter((l) => / tag 5$/.test(l.message));
+    expect(execute.map((l) => l.level)).toEqual(['info', 'warn', 'error', 'verbose']);
+    for (const l of execute) expect(l.ids).toEqual(['a', 'b']);
+    expect(execute[0].message).toMatch(/^model\.py:\d+\] log_requests execute 3 request\(s\) tag 5$/);
+    await inst.unload();
+    expect(lines.find((l) => l.message.endsWith('log_requests finalize'))).toMatchObject({ level: 'info', ids: undefined });
+  });
+
+  it("links a BLS call made with request.trace() to that request's trace; one made without it is never traced (null)", async () => {
+    const seen: InferenceRequest[] = [];
+    const addSub = await backend.loadInstance(loadContext(MODELS, config('add_sub', [io('add_sub_input0'), io('add_sub_input1')], [io('added_output'), io('subbed_output')])));
+    loaded.push(addSub);
+    const infer: InferFn = (req) =>
+      new Promise<InferenceResponse[]>((resolve, reject) => {
+        seen.push(req);
+        void addSub.execute([{ request: req, sink: { send: (r, final) => final && resolve(r ? [r] : []), fail: reject } }]);
+      });
+    const cfg = config('bls_traced', [io('INPUT0'), io('INPUT1')], [io('SUM'), io('DIFFERENCE')]);
+    const inst = await backend.loadInstance(loadContext(FIXTURES, cfg, [], infer));
+    loaded.push(inst);
+    const parentTrace = trace();
+    const traced = request('bls_traced', [f32('INPUT0', [5, 6, 7, 8]), f32('INPUT1', [1, 2, 3, 4])], { id: 'p', trace: parentTrace });
+    const [sink] = await run(inst, [traced]);
+    expect(sink.error).toBeUndefined();
+    expect(values(sink.output('SUM'))).toEqual([6, 8, 10, 12]);
+    const byId = new Map(seen.map((r) => [r.id, r]));
+    expect(byId.get('sync-p')?.parentTrace).toBe(parentTrace);
+    expect(byId.get('async-p')?.parentTrace).toBe(parentTrace);
+    expect(byId.get('untraced-p')?.parentTrace).toBeNull();
+    // A caller that is not traced: its BLS calls are not traced either.
+    seen.length = 0;
+    await run(inst, [request('bls_traced', [f32('INPUT0', [1, 1, 1, 1]), f32('INPUT1', [1, 1, 1, 1])], { id: 'q' })]);
+    expect(seen.map((r) => r.parentTrace)).toEqual([null, null, null]);
+  });
+});
