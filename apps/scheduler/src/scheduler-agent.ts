@@ -148,13 +148,6 @@ export class SchedulerAgent {
     this.timer = setInterval(() => void this.refresh().catch((e: unknown) => this.log('warn', `scheduler: ${(e as Error).message}`)), 500);
   }
 
-  /** The model versions whose lease this scheduler holds now (`<name>/<version>` → fence). */
-  held(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const q of this.queues.values()) if (q.owned && !q.owned.deposed) out.set(q.id, q.owned.fence);
-    return out;
-  }
-
   /** Competes for the lease of each version the cluster serves; follows the live workers of the held ones. */
   private async refresh(): Promise<void> {
     const byVersion = new Map<string, ClusterModelEntry[]>();
