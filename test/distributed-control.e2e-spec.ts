@@ -246,7 +246,7 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
 
   it('sums the statistics of requests sent through both gateways (HTTP and gRPC)', async () => {
     expect((await post(gateways[0], '/v2/repository/models/simple/load', {})).status).toBe(200);
-    const sent = await Promise.all(range(10, (i) => post(gateways[i % 2], '/v2/models/simple/infer', simpleBody(i))));
+    const sent = await Promise.all(range(10, (i) => i).map((i) => post(gateways[i % 2], '/v2/models/simple/infer', simpleBody(i))));
     sent.forEach((a, i) => {
       expect([a.status, a.body.error]).toEqual([200, undefined]);
       expect(a.body.outputs[0].data).toEqual(range(16, (j) => i + j + 1));
