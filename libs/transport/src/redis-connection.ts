@@ -46,10 +46,22 @@ export async function connectOrFail(conn: Redis): Promise<void> {
   }
 }
 
+/**
+ * ioredis's words for a command it did not carry out, in plain ones (clients read them): with no
+ * offline queue it refuses commands while disconnected ("Stream isn't writeable and
+ * enableOfflineQueue options is false"), and it fails those in flight when the connection drops
+ * ("Reached the max retries per request limit (which is 0). Refer to ...").
+ */
+export function connectionWords(message: string): string {
+  if (/enableOfflineQueue/.test(message)) return 'not connected (reconnecting)';
+  if (/max retries per request/i.test(message)) return 'the connection was lost';
+  return message;
+}
+
 /** A failed Redis command as an InferenceError: Redis's own error replies are INTERNAL, the rest UNAVAILABLE. */
 export function redisError(e: unknown): InferenceError {
   if (e instanceof InferenceError) return e;
   const err = e as Error;
   if (err?.name === 'ReplyError') return InferenceError.internal(`transport: Redis answered: ${err.message}`);
-  return TransportErrors.redisUnavailable(err?.message ?? String(e));
+  return TransportErrors.redisUnavailable(connectionWords(err?.message ?? String(e)));
 }

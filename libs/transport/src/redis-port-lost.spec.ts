@@ -27,6 +27,11 @@ describe('redis port: a mailbox receiver hears of a lost connection', () => {
       await until('onLost', () => lost.length > 0, 1000);
       expect(lost[0].at - killed).toBeLessThan(1000);
       expect(lost[0].error).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/^the cluster's Redis is unavailable: the connection was lost while waiting for answers/) });
+      // In plain words, not ioredis's option names.
+      expect(lost[0].error.message).not.toMatch(/maxRetriesPerRequest|enableOfflineQueue/);
+      await expect(port.send('gw', { kind: 'cancel', requestId: 'down' })).rejects.toMatchObject({
+        code: 'UNAVAILABLE', message: "the cluster's Redis is unavailable: not connected (reconnecting)",
+      });
       // The reader keeps retrying while Redis is down: still one call for this outage.
       await sleep(700);
       expect(lost).toHaveLength(1);

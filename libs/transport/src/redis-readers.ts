@@ -3,7 +3,7 @@ import type { InferenceError } from '@nereid/protocol';
 import { decodeMessage } from './codec';
 import type { TransportMessage } from './messages';
 import type { Delivery, Subscription } from './port';
-import { BLOCK_MS, connectOrFail, redisError, RETRY_MS, sleep, type StreamEntry } from './redis-connection';
+import { BLOCK_MS, connectionWords, connectOrFail, redisError, RETRY_MS, sleep, type StreamEntry } from './redis-connection';
 import type { RedisOutbox } from './redis-outbox';
 import { TransportErrors } from './transport-errors';
 
@@ -200,7 +200,9 @@ export class MailboxReader implements Subscription {
           // The connection dropped (Redis died, restarted or is cut off): what was sent here and not
           // read yet may be gone with it, and the senders' answers with them.
           this.reading = false;
-          this.onLost?.(TransportErrors.redisUnavailable(`the connection was lost while waiting for answers (${(e as Error)?.message ?? e})`));
+          const why = connectionWords((e as Error)?.message ?? String(e));
+          const detail = why === 'the connection was lost' ? '' : ` (${why})`;
+          this.onLost?.(TransportErrors.redisUnavailable(`the connection was lost while waiting for answers${detail}`));
         }
         this.onError(e);
         await sleep(RETRY_MS);
