@@ -8,25 +8,11 @@ import {
 } from '@nereid/transport';
 import { until } from '../../../test/helpers/poll';
 import { BatchFences } from './batch-fences';
-import { schedulerMailboxOf, workQueueOf, type ClusterModelEntry, type ClusterModels } from './cluster-models';
+import { MemoryClusterModels, schedulerMailboxOf, workQueueOf } from './cluster-models';
 import { WorkerAgent } from './worker-agent';
 import { WorkerHost } from './worker-host';
 
 const MODEL = path.resolve(__dirname, '../../../models/simple');
-
-/** The cluster's table, in memory (what the worker publishes). */
-class MemoryClusterModels implements ClusterModels {
-  readonly entries = new Map<string, ClusterModelEntry>();
-  async publish(e: ClusterModelEntry): Promise<void> {
-    this.entries.set(`${e.name}/${e.version}@${e.workerId}`, e);
-  }
-  async withdraw(name: string, version: number, workerId: string): Promise<void> {
-    this.entries.delete(`${name}/${version}@${workerId}`);
-  }
-  async list(): Promise<ClusterModelEntry[]> {
-    return [...this.entries.values()];
-  }
-}
 
 const int32 = (name: string, values: number[]) => ({ name, datatype: 'INT32' as const, shape: [1, 16], data: Int32Array.from(values) });
 

@@ -34,6 +34,23 @@ export interface ClusterModels {
   list(): Promise<ClusterModelEntry[]>;
 }
 
+/** The table in this process's memory: roles sharing one process (tests over the in-memory port). */
+export class MemoryClusterModels implements ClusterModels {
+  private readonly entries = new Map<string, ClusterModelEntry>();
+
+  async publish(entry: ClusterModelEntry): Promise<void> {
+    this.entries.set(`${entry.name}/${entry.version}@${entry.workerId}`, entry);
+  }
+
+  async withdraw(name: string, version: number, workerId: string): Promise<void> {
+    this.entries.delete(`${name}/${version}@${workerId}`);
+  }
+
+  async list(): Promise<ClusterModelEntry[]> {
+    return [...this.entries.values()];
+  }
+}
+
 /** The work queue of one worker for one model version. */
 export const workQueueOf = (workerId: string, name: string, version: number): string => `work:${workerId}:${name}/${version}`;
 /** The queue of requests for one model version, consumed by the scheduler that batches them. */
