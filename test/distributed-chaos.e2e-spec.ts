@@ -177,6 +177,10 @@ describe('distributed mode under chaos: 2 gateways, 2 schedulers, 2 workers, 16 
       const fault = faults.find((f) => o.done >= f.at && o.done < f.until);
       if (!fault?.allowsUnavailable) return true;
       if (o.code !== '503' && o.code !== 'UNAVAILABLE') return true;
+      // Words that say what happened: Redis is unavailable, or (until the workers' entries are
+      // back in the emptied Redis) no live worker serves the model.
+      if (!/^the cluster's Redis is unavailable: |^no live worker of the cluster serves model 'simple' version 1$/.test(o.message ?? '')) return true;
+      if (/enableOfflineQueue|maxRetriesPerRequest/.test(o.message ?? '')) return true;
       // Fast: from the request's start, or from Redis's death for one already in flight.
       return o.done - Math.max(o.sent, fault.at) > FAST_ERROR_MS;
     });
