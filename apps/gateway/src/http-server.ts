@@ -31,6 +31,8 @@ export interface HttpServerOptions extends GatewayOptions {
 export interface RunningHttpServer {
   port: number;
   app: NestFastifyApplication;
+  /** The budget of request bodies held at once; the gRPC front door charges its messages to it too. */
+  bodyBudget: BodyBudget;
   close(): Promise<void>;
 }
 
@@ -138,5 +140,5 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   await app.listen(options.port, options.host);
   const address = fastify.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
-  return { port, app, close: drainingClose(fastify.server, () => app.close()) };
+  return { port, app, bodyBudget: budget, close: drainingClose(fastify.server, () => app.close()) };
 }

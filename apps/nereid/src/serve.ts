@@ -1,7 +1,7 @@
 import type { BackendRegistry } from '@nereid/backends';
 import { ModelRepositoryManager, NereidCore, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
 import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
-import { startHttpServer, startGrpcServer, TokenStore } from '@nereid/gateway';
+import { startHttpServer, startGrpcServer, TokenStore, type BodyBudget } from '@nereid/gateway';
 import { RemoteRepositories } from '@nereid/repository';
 import { SchedulerHost } from '@nereid/scheduler';
 import { createInMemoryTransport, type SchedulerChannel, type WorkerChannel } from '@nereid/transport';
@@ -179,6 +179,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     let httpPort = -1;
     let grpcPort = -1;
     let metricsPort = -1;
+    // One budget of request bytes held at once for both front doors (--http-max-inflight-body-bytes).
+    let bodyBudget: BodyBudget | undefined;
     const authTokens = options.authTokensFile ? new TokenStore(options.authTokensFile, (m) => logger.log('warn', m)) : undefined;
     if (authTokens) {
       authTokens.watch();
@@ -203,6 +205,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       });
       closers.push(() => http.close());
       httpPort = http.port;
+      bodyBudget = http.bodyBudget;
       logger.log('info', `Started HTTPService at ${options.httpAddress}:${httpPort}`);
     }
     if (options.allowGrpc) {
@@ -218,6 +221,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         sharedMemory,
         authTokens,
         requestLog: logger,
+        bodyBudget,
+        maxInflightBodyBytes: options.httpMaxInflightBodyBytes,
       });
       closers.push(() => grpc.close());
       grpcPort = grpc.port;

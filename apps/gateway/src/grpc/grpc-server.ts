@@ -4,9 +4,12 @@ import { grpcGroupOf } from '../api-groups';
 import type { TokenStore } from '../auth-tokens';
 import { grpcAccessInterceptor, type RequestLog } from '../access-log';
 import { ApiGuard, type Restriction } from '../restrictions';
+import { BodyBudget } from '../http/body-budget';
+import { DEFAULT_HTTP_LIMITS } from '../http-limits';
 import { healthHandlers } from './health-handlers';
 import { inferHandlers } from './infer-handlers';
 import { metadataHandlers } from './metadata-handlers';
+import { budgetInterceptor, countingDeserializers } from './message-budget';
 import { loadServices } from './proto-loader';
 import { repositoryHandlers } from './repository-handlers';
 import { settingsHandlers } from './settings-handlers';
@@ -66,6 +69,15 @@ export interface GrpcServerOptions {
   sharedMemory?: SystemSharedMemory;
   /** Request ids on log lines and the access log (`--access-log`); none: no request lines. */
   requestLog?: RequestLog;
+  /**
+   * The budget of request bytes held at once, shared with the HTTP front door's bodies
+   * (`--http-max-inflight-body-bytes`): request messages are charged to it while their call (or,
+   * on a stream, their request) runs, and refused with RESOURCE_EXHAUSTED when they do not fit.
+   * None: a budget of this server's own of `maxInflightBodyBytes`.
+   */
+  bodyBudget?: BodyBudget;
+  /** The size of the budget when none is shared. Default DEFAULT_HTTP_LIMITS.maxInflightBodyBytes (32 MiB). */
+  maxInflightBodyBytes?: number;
 }
 
 export interface GrpcServerHandle {
@@ -169,15 +181,18 @@ function formatAddress(host: string, port: number): string {
  */
 export async function startGrpcServer(core: InferenceCore, options: GrpcServerOptions): Promise<GrpcServerHandle> {
   const services = loadServices(options.protoDir);
+  const budget = options.bodyBudget ?? new BodyBudget(options.maxInflightBodyBytes ?? DEFAULT_HTTP_LIMITS.maxInflightBodyBytes, 0);
   const interceptor = restrictionInterceptor(options.restrictedProtocols ?? [], options.authTokens);
   const interceptors = [
     ...(interceptor ? [interceptor] : []),
     ...(options.requestLog?.access ? [grpcAccessInterceptor(options.requestLog)] : []),
+    // Stream requests are charged one by one by the stream itself (stream-infer.ts).
+    budgetInterceptor(budget, new Set([services.inference.ModelStreamInfer.path])),
   ];
-  const server = new Server({ ...channelOptionsOf(options), ...(interceptors.length > 0 ? { interceptors } : {}) });
-  server.addService(services.inference, {
+  const server = new Server({ ...channelOptionsOf(options), interceptors });
+  server.addService(countingDeserializers(services.inference), {
     ...metadataHandlers(core),
-    ...inferHandlers(core, options.sharedMemory, options.requestLog),
+    ...inferHandlers(core, options.sharedMemory, options.requestLog, budget),
     ...repositoryHandlers(core),
     ...settingsHandlers(core),
     ...sharedMemoryHandlers(options.sharedMemory),

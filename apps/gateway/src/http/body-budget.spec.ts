@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { InferenceError } from '@nereid/protocol';
-import { BodyBudget } from './body-budget';
+import { BodyBudget, SMALL_MESSAGE_BYTES } from './body-budget';
 
 /**
  * A loopback server whose every request goes through `budget`; `hold(name)` keeps a request's
@@ -118,5 +118,44 @@ describe('BodyBudget', () => {
     await settle();
     expect(budget.inUse).toBe(0);
     await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  it('charges bytes held outside HTTP (gRPC messages) only when they fit, and lets waiting bodies go on when they are released', async () => {
+    const budget = new BodyBudget(1000, 5000);
+    const alone = budget.chargeHeld(5000); // alone: larger than the budget is taken
+    expect(alone).toBeDefined();
+    expect(budget.chargeHeld(2000)).toBeUndefined();
+    alone!();
+    alone!(); // given back once
+    expect(budget.inUse).toBe(0);
+    const held = budget.chargeHeld(700)!;
+    expect(budget.chargeHeld(400)).toBeUndefined();
+    expect(budget.inUse).toBe(700);
+    // An HTTP body that does not fit waits for the gRPC bytes to go.
+    const s = await serverWith(budget);
+    const b = s.send('b', 600);
+    await settle();
+    expect(s.events).toEqual([]);
+    held();
+    expect((await b).status).toBe(200);
+    expect(s.events).toEqual(['b admitted (600 in use)']);
+    await settle();
+    expect(budget.inUse).toBe(0);
+    expect(budget.exhaustedMessage).toBe('the server holds its limit of 1000 bytes of request bodies (--http-max-inflight-body-bytes); try again later');
+    await s.close();
+  });
+
+  it('takes small held messages into a reserve of an eighth of the budget while large ones hold it', () => {
+    const budget = new BodyBudget(8 * 1024 * 1024, 5000);
+    const large = budget.chargeHeld(8 * 1024 * 1024)!;
+    expect(budget.chargeHeld(SMALL_MESSAGE_BYTES + 1)).toBeUndefined();
+    const small = Array.from({ length: 16 }, () => budget.chargeHeld(SMALL_MESSAGE_BYTES));
+    expect(small.every((r) => r !== undefined)).toBe(true);
+    // The reserve (1 MiB) is full: the next small one is refused.
+    expect(budget.chargeHeld(100)).toBeUndefined();
+    small[0]!();
+    expect(budget.chargeHeld(100)).toBeDefined();
+    large();
+    expect(budget.inUse).toBe(15 * SMALL_MESSAGE_BYTES + 100);
   });
 });

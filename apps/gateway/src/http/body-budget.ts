@@ -16,6 +16,8 @@ import { InferenceError } from '@nereid/protocol';
  */
 export class BodyBudget {
   private used = 0;
+  /** Small held messages taken beyond the budget (chargeHeld). */
+  private reserveUsed = 0;
   private readonly line: Waiter[] = [];
   /** One 'close' listener for every charged response, with the response as `this`. */
   private readonly onClose: (this: ChargedResponse) => void;
@@ -32,9 +34,9 @@ export class BodyBudget {
     };
   }
 
-  /** Bytes charged now. */
+  /** Bytes charged now (the reserve of small held messages included). */
   get inUse(): number {
-    return this.used;
+    return this.used + this.reserveUsed;
   }
 
   /**
@@ -79,10 +81,40 @@ export class BodyBudget {
     return this.exhausted();
   }
 
+  /**
+   * Charges `bytes` that are held already outside an HTTP response (a gRPC request message, see
+   * grpc/message-budget.ts) if they fit now; returns the function that gives them back (once), or
+   * undefined when they do not fit. They cannot wait in line: their bytes are in memory already.
+   * A small message (up to SMALL_MESSAGE_BYTES) that does not fit is taken into a reserve of an
+   * eighth of the budget instead, so that small requests go on being served while large ones hold
+   * the budget (HTTP bodies wait in line for that); the bytes held stay within 1.125 times the limit.
+   */
+  chargeHeld(bytes: number): (() => void) | undefined {
+    if (this.fits(bytes)) {
+      this.used += bytes;
+      return once(() => this.release(bytes));
+    }
+    if (bytes <= SMALL_MESSAGE_BYTES && this.reserveUsed + bytes <= this.limit / 8) {
+      this.reserveUsed += bytes;
+      return once(() => {
+        this.reserveUsed -= bytes;
+      });
+    }
+    return undefined;
+  }
+
+  private release(bytes: number): void {
+    this.used -= bytes;
+    this.serveLine();
+  }
+
+  /** What a request refused for want of room is told (HTTP 503, gRPC RESOURCE_EXHAUSTED). */
+  get exhaustedMessage(): string {
+    return `the server holds its limit of ${this.limit} bytes of request bodies (--http-max-inflight-body-bytes); try again later`;
+  }
+
   private exhausted(): InferenceError {
-    return InferenceError.unavailable(
-      `the server holds its limit of ${this.limit} bytes of request bodies (--http-max-inflight-body-bytes); try again later`,
-    );
+    return InferenceError.unavailable(this.exhaustedMessage);
   }
 
   private fits(bytes: number): boolean {
@@ -120,6 +152,18 @@ export class BodyBudget {
       waiter.go(waiter.req, waiter.res);
     }
   }
+}
+
+/** Held messages up to this size may use the reserve when the budget is full (chargeHeld). */
+export const SMALL_MESSAGE_BYTES = 64 * 1024;
+
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
 }
 
 const CHARGE = Symbol('nereid.bodyCharge');
