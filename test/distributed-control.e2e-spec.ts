@@ -317,4 +317,16 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
     expect(busiest).toBeGreaterThan(0);
     expect(busiest).toBeLessThanOrEqual(8);
   });
+
+  it('a worker and a gateway that join later load what the cluster serves (models loaded through the API before they started)', async () => {
+    expect((await post(gateways[1], '/v2/repository/models/simple/load', {})).status).toBe(200);
+    const [worker, gateway] = [await startRole('worker'), await startRole('gateway')];
+    await until('the new worker serves simple', async () => (await status(worker, '/v2/models/simple/ready')) === 200);
+    await until('the new gateway serves simple', async () => (await status(gateway, '/v2/models/simple/ready')) === 200);
+    const answer = await post(gateway, '/v2/models/simple/infer', simpleBody(3));
+    expect(answer.status).toBe(200);
+    expect(answer.body.outputs[0].data).toEqual(range(16, (i) => 4 + i));
+    // The new worker takes its part of the cluster's work: 3 live workers now.
+    await until('3 live workers', async () => sample(await metricsText(gateways[0]), 'nereid_cluster_workers ')[0] === 3, 10_000);
+  });
 });

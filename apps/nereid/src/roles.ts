@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  ClusterCore, ClusterMembers, ClusterSchedulerChannel, ClusterWatch, ClusterWorkerChannel, ControlClient, ControlResponder, clusterBackends,
-  gatewayControlHandler, startHeartbeat,
+  ClusterCore, ClusterMembers, ClusterSchedulerChannel, ClusterWatch, ClusterWorkerChannel, ControlClient, ControlResponder, catchUp,
+  clusterBackends, gatewayControlHandler, startHeartbeat,
 } from '@nereid/gateway';
 import { ClusterMetrics, type NereidMetrics } from '@nereid/metrics';
 import { connectSchedulerState, SchedulerAgent } from '@nereid/scheduler';
@@ -40,6 +40,11 @@ export interface RunningRoles {
 }
 
 type Log = (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
+
+/** Whether a model has a READY version in this process's server. */
+function loadedHere(server: RunningNereid, name: string): boolean {
+  return [...(server.manager.get(name)?.versions.values() ?? [])].some((v) => v.state === 'READY');
+}
 
 /** Records what each load on the local worker offers (its capacity), for the cluster's table. */
 function recordingWorker(local: WorkerHost, capacities: Map<string, WorkerCapacity>): WorkerChannel {
@@ -133,6 +138,16 @@ export async function startRoles(options: ServeOptions): Promise<RunningRoles> {
       const stopBeat = startHeartbeat(port, () => ({ workerId: agent.workerId, role: 'worker', models: agent.models, devices: { gpus: gpuCount() }, load: agent.load }));
       closers.push(async () => stopBeat());
       addClusterMetrics(server.metrics, false);
+      if (options.modelControlMode === 'explicit') {
+        // A worker that joins loads what the cluster serves (models loaded through the API before it started).
+        const asker = new ControlClient(port, members, agent.workerId);
+        await asker.start();
+        closers.push(() => asker.stop());
+        await catchUp(asker, { loadModel: (n) => server.core.loadModel(n), isLoaded: (n) => loadedHere(server, n) }, log, {
+          heartbeatMs: WORKER_BEAT_MS, timeoutMs: QUERY_TIMEOUT_MS,
+        });
+        await agent.settled();
+      }
       running.workerId = agent.workerId;
       if (!roles.has('gateway')) running.server = server;
       log('info', `worker ${agent.workerId} serving on ${options.redis}`);
@@ -197,6 +212,11 @@ export async function startRoles(options: ServeOptions): Promise<RunningRoles> {
       const stopBeat = startHeartbeat(port, () => ({ workerId: router.gatewayId, role: 'gateway', models: [], devices: { gpus: 0 }, load: router.pending }));
       closers.push(async () => stopBeat());
       addClusterMetrics(server.metrics, true);
+      if (options.modelControlMode === 'explicit') {
+        await catchUp(control, { loadModel: (n) => server.core.loadModel(n), isLoaded: (n) => loadedHere(server, n) }, log, {
+          heartbeatMs: WORKER_BEAT_MS, timeoutMs: QUERY_TIMEOUT_MS,
+        });
+      }
       running.server = server;
       running.gatewayId = router.gatewayId;
       log('info', `gateway ${router.gatewayId} on ${options.redis}`);

@@ -116,3 +116,32 @@ export class ControlResponder {
     await this.changes;
   }
 }
+
+/**
+ * Explicit mode: a process that joins the cluster (a worker or gateway started later, or again)
+ * loads what the gateways already serve: the models loaded through the repository API before it
+ * started. It first waits one heartbeat to hear who is live. A load's config or file overrides are
+ * not replayed: the model loads from the repository. Returns the models it loaded.
+ */
+export async function catchUp(
+  client: ControlClient,
+  local: { loadModel(name: string): Promise<void>; isLoaded(name: string): boolean },
+  log: (level: 'info' | 'warn', message: string) => void,
+  options: { heartbeatMs: number; timeoutMs: number },
+): Promise<string[]> {
+  await new Promise((r) => setTimeout(r, options.heartbeatMs + 250));
+  const answers = await client.ask({ op: 'index', model: '', to: 'gateway' }, options.timeoutMs);
+  const names = new Set(answers.replies.flatMap((r) => (r.index ?? []).filter((e) => e.state === 'READY').map((e) => e.name)));
+  const loaded: string[] = [];
+  for (const name of [...names].sort()) {
+    if (local.isLoaded(name)) continue;
+    try {
+      await local.loadModel(name);
+      loaded.push(name);
+    } catch (e) {
+      log('warn', `could not load '${name}', which the cluster serves: ${(e as Error).message}`);
+    }
+  }
+  if (loaded.length > 0) log('info', `loaded what the cluster serves: ${loaded.join(', ')}`);
+  return loaded;
+}
