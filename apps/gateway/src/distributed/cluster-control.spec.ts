@@ -1,7 +1,7 @@
 import { InferenceError } from '@nereid/protocol';
 import { InMemoryBroker, InMemoryPort, type ControlMessage } from '@nereid/transport';
 import { WORKER_LOST_MS } from '@nereid/worker';
-import { ControlClient, ControlResponder } from './cluster-control';
+import { catchUp, ControlClient, ControlResponder } from './cluster-control';
 import { ClusterMembers, startHeartbeat } from './cluster-members';
 
 const tick = (ms = 10): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -95,6 +95,38 @@ describe('ControlClient and ControlResponder', () => {
   it('asks no one, and waits for no one, when no member of the role is live', async () => {
     const answers = await client.ask({ op: 'load', model: 'm', to: 'worker' }, 5000);
     expect(answers).toEqual({ replies: [], missing: [] });
+  });
+
+  it("catchUp loads the models READY on the live gateways that are not loaded here, and goes on past one that fails", async () => {
+    const g2 = new ControlResponder(ports[1], 'g2', 'gateway', async () => ({
+      index: [
+        { name: 'a', version: '1', state: 'READY', reason: '' },
+        { name: 'b', version: '1', state: 'READY', reason: '' },
+        { name: 'c', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
+        { name: 'd', version: '2', state: 'READY', reason: '' },
+        { name: 'never' },
+      ],
+    }));
+    await g2.start();
+    hear('g2', 'gateway');
+    const asked: string[] = [];
+    const logged: string[] = [];
+    const loaded = await catchUp(
+      client,
+      {
+        loadModel: async (name) => {
+          asked.push(name);
+          if (name === 'b') throw InferenceError.invalidArg("failed to load 'b', bad config");
+        },
+        isLoaded: (name) => name === 'd',
+      },
+      (_level, message) => logged.push(message),
+      { heartbeatMs: 0, timeoutMs: 2000 },
+    );
+    expect(asked).toEqual(['a', 'b']);
+    expect(loaded).toEqual(['a']);
+    expect(logged).toEqual(["could not load 'b', which the cluster serves: failed to load 'b', bad config", 'loaded what the cluster serves: a']);
+    await g2.stop();
   });
 
   it('runs loads and unloads one after another, in the order they were asked', async () => {
