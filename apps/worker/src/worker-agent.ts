@@ -3,6 +3,7 @@ import {
   Names, type CancelRegistry, type Delivery, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
 } from '@nereid/transport';
 import { BatchFences } from './batch-fences';
+import { InstanceLane } from './instance-lane';
 import { schedulerMailboxOf, workQueueOf, WORKER_BEAT_MS, type ClusterModelEntry, type ClusterModels } from './cluster-models';
 import { requestFromWire, responseToWire, statsToWire } from './wire-requests';
 import type { WorkerHost } from './worker-host';
@@ -67,8 +68,8 @@ export class WorkerAgent {
   /** Per version (`<name>/<version>`): what serves it here, its table entry and its work queue's subscription. */
   private readonly served = new Map<string, { model: AgentModel; entry: ClusterModelEntry; subscription: Subscription }>();
   private beat?: NodeJS.Timeout;
-  /** Per `<local key>#<instance>`: the end of the batches handed to that instance (run one after another, at most `depth` at once). */
-  private readonly lanes = new Map<string, { tail: Promise<void>; running: number }>();
+  /** Per `<local key>#<instance>`: the batches handed to that instance (at most `depth` run at once, the rest wait in order). */
+  private readonly lanes = new Map<string, InstanceLane>();
   /** Serves and withdrawals, one after another (the lifecycle events that start them arrive in order). */
   private changes: Promise<void> = Promise.resolve();
 
@@ -136,7 +137,7 @@ export class WorkerAgent {
     this.served.delete(id);
     await this.cluster.withdraw(name, version, this.workerId).catch(() => undefined);
     await current.subscription.close().catch(() => undefined);
-    const lanes = [...this.lanes].filter(([k]) => k.startsWith(`${current.model.localKey}#`)).map(([, l]) => l.tail);
+    const lanes = [...this.lanes].filter(([k]) => k.startsWith(`${current.model.localKey}#`)).map(([, l]) => l.drained());
     await Promise.all(lanes);
   }
 
@@ -147,7 +148,7 @@ export class WorkerAgent {
   /** Batches running or waiting on this worker's instances (the heartbeat's `load`). */
   get load(): number {
     let n = 0;
-    for (const l of this.lanes.values()) n += l.running;
+    for (const l of this.lanes.values()) n += l.load;
     return n;
   }
 
@@ -172,14 +173,8 @@ export class WorkerAgent {
     const scheduler = m.batchId.slice(0, m.batchId.lastIndexOf(':'));
     const id = `${model.localKey}#${m.instance}`;
     let lane = this.lanes.get(id);
-    if (!lane) this.lanes.set(id, (lane = { tail: Promise.resolve(), running: 0 }));
-    const l = lane;
-    const depth = Math.max(1, model.depth);
-    // Up to `depth` batches run on the instance at once (its own concurrency); the rest wait their turn.
-    const run = l.running < depth ? Promise.resolve() : l.tail;
-    l.running++;
-    const done = run.then(() => this.host.execute(model.localKey, m.instance, items)).finally(() => l.running--);
-    l.tail = done.catch(() => undefined);
+    if (!lane) this.lanes.set(id, (lane = new InstanceLane(model.depth)));
+    const done = lane.run(() => this.host.execute(model.localKey, m.instance, items));
     void done.finally(() => {
       void this.port
         .send(schedulerMailboxOf(scheduler), {
