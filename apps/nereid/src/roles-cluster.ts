@@ -1,6 +1,9 @@
 import type Redis from 'ioredis';
 import type { ClusterModelEntry, ClusterModels } from '@nereid/worker';
 
+/** An entry of the model table not re-published for this long is removed (its worker is long gone). */
+export const CLUSTER_ENTRY_FORGET_MS = 60_000;
+
 /**
  * The cluster's model table in Redis (distributed mode): one hash, a field per
  * `<name>/<version>@<worker>`, the entry as JSON. Workers write it when a version is READY on them
@@ -32,9 +35,23 @@ export class RedisClusterModels implements ClusterModels {
     await this.redis.hdel(this.key, RedisClusterModels.field(name, version, workerId));
   }
 
-  async list(): Promise<ClusterModelEntry[]> {
+  /**
+   * Every entry, less those not re-published for CLUSTER_ENTRY_FORGET_MS: their workers are long
+   * gone (killed, or scaled away, each under a new id), and the reader removes them from the table,
+   * which would otherwise keep one per model for every worker that ever died.
+   */
+  async list(now = Date.now()): Promise<ClusterModelEntry[]> {
     const all = await this.redis.hgetall(this.key);
-    return Object.values(all).map((v) => JSON.parse(v) as ClusterModelEntry);
+    const entries: ClusterModelEntry[] = [];
+    const forgotten: string[] = [];
+    for (const [field, value] of Object.entries(all)) {
+      const entry = JSON.parse(value) as ClusterModelEntry;
+      if (now - entry.at > CLUSTER_ENTRY_FORGET_MS) forgotten.push(field);
+      else entries.push(entry);
+    }
+    // A worker that comes back after that long publishes its entry again at its next heartbeat.
+    if (forgotten.length > 0) await this.redis.hdel(this.key, ...forgotten).catch(() => undefined);
+    return entries;
   }
 
   /** One PING round trip to Redis, in ms (the `nereid_redis_round_trip_ms` metric). */
