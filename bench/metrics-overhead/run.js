@@ -128,6 +128,8 @@ async function main() {
   };
   // Per case: requests, seconds, errors, p99s, scrapes, CPU ms, and req/s by start position.
   const totals = cases.map(() => ({ requests: 0, seconds: 0, errors: 0, p99: [], scrapes: 0, cpu: 0, byPosition: cases.map(() => []) }));
+  // Stopped early (Ctrl-C): the servers must not outlive the benchmark.
+  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void stopAll().finally(() => process.exit(130)));
   try {
     if (startOnce) await startAll(cases.map((_, i) => i));
     for (let round = 0; round < ROUNDS; round++) {
