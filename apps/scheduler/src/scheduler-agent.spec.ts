@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import Redis from 'ioredis';
 import { BackendRegistry, OnnxRuntimeBackend } from '@nereid/backends';
-import { parseModelConfig } from '@nereid/model-config';
+import { parseModelConfig, type ModelConfig } from '@nereid/model-config';
 import {
   CancelRegistry, InMemoryBroker, InMemoryPort, ResponseRouter,
-  type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type TransportMessage,
+  type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type TransportMessage, type WireRequest,
 } from '@nereid/transport';
 import { MemoryClusterModels, requestQueueOf, WorkerAgent, WorkerHost } from '@nereid/worker';
 import { until } from '../../../test/helpers/poll';
@@ -14,7 +14,6 @@ import { RedisLeaseStore } from './redis-leases';
 import { SchedulerAgent } from './scheduler-agent';
 import { RedisSequenceRegistry } from './sequence-registry';
 
-const MODEL = path.resolve(__dirname, '../../../models/simple');
 
 /** A port that records the execute-batch messages it enqueues (what a scheduler dispatched). */
 function recording(port: MessagePort, sent: ExecuteBatchMessage[]): MessagePort {
@@ -44,51 +43,90 @@ afterAll(async () => {
   if (redis && !redis.external) await redis.stop();
 });
 
+const ROOT = path.resolve(__dirname, '../../..');
+
+/** A worker role in this process: a real WorkerHost (onnxruntime) serving one model over the in-memory port. */
+async function startWorker(
+  broker: InMemoryBroker,
+  cluster: MemoryClusterModels,
+  workerId: string,
+  model: string,
+  change: (config: ModelConfig) => ModelConfig = (c) => c,
+): Promise<{ config: ModelConfig; stop: () => Promise<void> }> {
+  const dir = path.join(ROOT, 'models', model);
+  const port = new InMemoryPort(broker);
+  const host = new WorkerHost(
+    new BackendRegistry().register(new OnnxRuntimeBackend()),
+    { infer: () => Promise.reject(new Error('no BLS here')), onBatch: () => undefined },
+    () => undefined,
+  );
+  const file = path.join(dir, 'config.pbtxt');
+  const config = change({ ...parseModelConfig(readFileSync(file, 'utf8'), file), backend: 'onnxruntime', instance_group: [{ kind: 'KIND_CPU', count: 1 }] });
+  const key = `${model}:1`;
+  await host.load({ key, config, modelDir: dir, versionDir: path.join(dir, '1'), version: 1 });
+  const cancels = new CancelRegistry(port);
+  await cancels.start();
+  const agent = new WorkerAgent(port, cluster, host, cancels, workerId);
+  await agent.serve({ name: model, version: 1, localKey: key, config, instances: 1, depth: 1 });
+  return {
+    config,
+    stop: async () => {
+      await agent.stop();
+      await cancels.stop();
+      await host.unload(key);
+      await port.close();
+    },
+  };
+}
+
+/** The gateway side: requests on their version's queue, final answers from its mailbox. */
+async function startGateway(broker: InMemoryBroker): Promise<{
+  answers: Map<string, ResponseMessage>;
+  send: (model: string, wire: Omit<WireRequest, 'requestId' | 'replyTo' | 'modelName' | 'modelVersion'>) => Promise<string>;
+  stop: () => Promise<void>;
+}> {
+  const port = new InMemoryPort(broker);
+  const router = new ResponseRouter(port, 'gw');
+  await router.start();
+  const answers = new Map<string, ResponseMessage>();
+  return {
+    answers,
+    send: async (model, wire) => {
+      const requestId = router.nextRequestId();
+      router.register(requestId, { onResponse: (m) => m.final && answers.set(requestId, m) });
+      await port.enqueue(requestQueueOf(model, 1), {
+        kind: 'execute-batch', batchId: requestId, key: `${model}/1`, instance: -1, slot: 0,
+        requests: [{ ...wire, requestId, replyTo: 'gw', modelName: model, modelVersion: 1 }],
+      });
+      return requestId;
+    },
+    stop: async () => {
+      await router.stop();
+      await port.close();
+    },
+  };
+}
+
+const NOT_IN_SEQUENCE = { correlationId: 0n, flags: { sequenceStart: false, sequenceEnd: false } };
+const REQUEST = { parameters: {}, priority: 0, timeoutUs: 0 };
+
 describe('SchedulerAgent: a scheduler that loses its lease (in-memory port, leases in a real redis-server, real onnxruntime worker)', () => {
   it('stops dispatching at once, even what its batcher holds; the next holder takes the unacked requests over and answers them', async () => {
     const prefix = `agent-spec-${process.pid}:`;
     const broker = new InMemoryBroker();
     const cluster = new MemoryClusterModels();
     // The worker: `simple` with a 3 s queue delay, so that a batcher holds requests for a while.
-    const workerPort = new InMemoryPort(broker);
-    const host = new WorkerHost(
-      new BackendRegistry().register(new OnnxRuntimeBackend()),
-      { infer: () => Promise.reject(new Error('no BLS here')), onBatch: () => undefined },
-      () => undefined,
-    );
-    const file = path.join(MODEL, 'config.pbtxt');
-    const config = {
-      ...parseModelConfig(readFileSync(file, 'utf8'), file),
-      backend: 'onnxruntime',
-      instance_group: [{ kind: 'KIND_CPU' as const, count: 1 }],
-      dynamic_batching: { max_queue_delay_microseconds: 3_000_000 },
-    };
-    await host.load({ key: 'simple:1', config, modelDir: MODEL, versionDir: path.join(MODEL, '1'), version: 1 });
-    const cancels = new CancelRegistry(workerPort);
-    await cancels.start();
-    const worker = new WorkerAgent(workerPort, cluster, host, cancels, 'w1');
-    await worker.serve({ name: 'simple', version: 1, localKey: 'simple:1', config, instances: 1, depth: 1 });
-    // The gateway side: requests on the version's queue, answers in its mailbox.
-    const gatewayPort = new InMemoryPort(broker);
-    const router = new ResponseRouter(gatewayPort, 'gw');
-    await router.start();
-    const answers = new Map<string, ResponseMessage>();
-    const send = async (n: number): Promise<string> => {
-      const requestId = router.nextRequestId();
-      router.register(requestId, { onResponse: (m) => m.final && answers.set(requestId, m) });
-      await gatewayPort.enqueue(requestQueueOf('simple', 1), {
-        kind: 'execute-batch', batchId: requestId, key: 'simple/1', instance: -1, slot: 0,
-        requests: [{
-          requestId, replyTo: 'gw', clientId: `c${n}`, modelName: 'simple', modelVersion: 1, parameters: {}, correlationId: 0n,
-          flags: { sequenceStart: false, sequenceEnd: false }, priority: 0, timeoutUs: 0,
-          inputs: [
-            { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Int32Array.from({ length: 16 }, (_, i) => n + i) },
-            { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Int32Array(16).fill(1) },
-          ],
-        }],
+    const worker = await startWorker(broker, cluster, 'w1', 'simple', (c) => ({ ...c, dynamic_batching: { max_queue_delay_microseconds: 3_000_000 } }));
+    const gateway = await startGateway(broker);
+    const answers = gateway.answers;
+    const send = (n: number): Promise<string> =>
+      gateway.send('simple', {
+        ...REQUEST, ...NOT_IN_SEQUENCE, clientId: `c${n}`,
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Int32Array.from({ length: 16 }, (_, i) => n + i) },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Int32Array(16).fill(1) },
+        ],
       });
-      return requestId;
-    };
     const logs: string[] = [];
     const scheduler = (id: string, sent: ExecuteBatchMessage[]): SchedulerAgent =>
       new SchedulerAgent(recording(new InMemoryPort(broker), sent), cluster, id, (_l, m) => logs.push(m), {
@@ -134,11 +172,52 @@ describe('SchedulerAgent: a scheduler that loses its lease (in-memory port, leas
     } finally {
       await a.stop();
       await b.stop();
-      await router.stop();
+      await gateway.stop();
       await worker.stop();
-      await cancels.stop();
-      await host.unload('simple:1');
-      await Promise.all([workerPort.close(), gatewayPort.close()]);
+    }
+  });
+});
+
+describe('SchedulerAgent: sequences with implicit state (in-memory port, real onnxruntime workers)', () => {
+  it('keeps the state in the scheduler (answers relayed without it), and a live sequence goes on when a worker joins', async () => {
+    const prefix = `agent-spec-seq-${process.pid}:`;
+    const broker = new InMemoryBroker();
+    const cluster = new MemoryClusterModels();
+    const workers = [await startWorker(broker, cluster, 'w1', 'accumulator')];
+    const gateway = await startGateway(broker);
+    const logs: string[] = [];
+    const a = new SchedulerAgent(new InMemoryPort(broker), cluster, 'sched-a', (_l, m) => logs.push(m), {
+      leases: new RedisLeaseStore(kv, prefix),
+      sequences: new RedisSequenceRegistry(kv, prefix),
+    });
+    /** One step of sequence `id`: its OUTPUT, with the names of every output the gateway got. */
+    const step = async (id: bigint, value: number, start: boolean, end = false): Promise<[number, string[]]> => {
+      const requestId = await gateway.send('accumulator', {
+        ...REQUEST, clientId: `s${id}-${value}`, correlationId: id, flags: { sequenceStart: start, sequenceEnd: end },
+        inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [1, 1], data: Int32Array.from([value]) }],
+      });
+      await until(`the answer of ${requestId}`, () => gateway.answers.has(requestId), 10_000);
+      const m = gateway.answers.get(requestId)!;
+      if (m.error) throw new Error(m.error.message);
+      const out = m.response!.outputs;
+      return [(out.find((t) => t.name === 'OUTPUT')!.data as Int32Array)[0], out.map((t) => t.name)];
+    };
+    try {
+      await a.start();
+      await until('A holds the lease', () => logs.some((l) => l.includes("holds the lease of 'accumulator' version 1")), 5000);
+      expect(await step(7n, 5, true)).toEqual([5, ['OUTPUT']]);
+      expect(await step(7n, 6, false)).toEqual([11, ['OUTPUT']]);
+      // A second worker joins: the scheduler batches for 2 instances from now on; sequence 7 stays where it is.
+      workers.push(await startWorker(broker, cluster, 'w2', 'accumulator'));
+      await until('A batches for 2 instances', () => logs.some((l) => l.includes("batching 'accumulator/1' for 2 instance(s)")), 5000);
+      expect(await step(7n, 7, false)).toEqual([18, ['OUTPUT']]);
+      expect(await step(8n, 100, true)).toEqual([100, ['OUTPUT']]);
+      expect(await step(7n, 1, false, true)).toEqual([19, ['OUTPUT']]);
+      expect(await step(8n, 1, false, true)).toEqual([101, ['OUTPUT']]);
+    } finally {
+      await a.stop();
+      await gateway.stop();
+      for (const w of workers) await w.stop();
     }
   });
 });

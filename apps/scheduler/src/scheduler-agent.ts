@@ -171,7 +171,14 @@ export class SchedulerAgent {
         own.instances = targets.length;
         this.owners.set(own.key, own);
         this.host.open(own.key, q.config, { instances: targets.length, depth: q.depth });
-        void this.host.close(old).catch(() => undefined);
+        // The old batcher drains; a sequence batcher also keeps its live sequences' requests until each ends.
+        void this.host
+          .close(old, { drainSequences: true })
+          .catch(() => undefined)
+          .finally(() => {
+            own.keys.delete(old);
+            this.owners.delete(old);
+          });
         this.log('info', `scheduler ${this.schedulerId}: batching '${q.id}' for ${targets.length} instance(s)`);
       }
       if (q.sequences) own.affinity.prune((sequenceId) => [...own.keys].some((k) => this.host.hasSequence(k, sequenceId)));
