@@ -51,6 +51,9 @@ export class MemoryClusterModels implements ClusterModels {
   }
 }
 
+/** A worker's work queue is removed from Redis this long after the worker is gone (it is that worker's alone). */
+export const WORK_QUEUE_EXPIRE_MS = 60_000;
+
 /** The work queue of one worker for one model version. */
 export const workQueueOf = (workerId: string, name: string, version: number): string => `work:${workerId}:${name}/${version}`;
 /** The queue of requests for one model version, consumed by the scheduler that batches them. */

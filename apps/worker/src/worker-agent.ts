@@ -4,7 +4,7 @@ import {
 } from '@nereid/transport';
 import { BatchFences } from './batch-fences';
 import { InstanceLane } from './instance-lane';
-import { schedulerMailboxOf, workQueueOf, WORKER_BEAT_MS, type ClusterModelEntry, type ClusterModels } from './cluster-models';
+import { schedulerMailboxOf, workQueueOf, WORK_QUEUE_EXPIRE_MS, WORKER_BEAT_MS, type ClusterModelEntry, type ClusterModels } from './cluster-models';
 import { requestFromWire, responseToWire, statsToWire } from './wire-requests';
 import type { WorkerHost } from './worker-host';
 
@@ -122,7 +122,11 @@ export class WorkerAgent {
     } else {
       const queue = workQueueOf(this.workerId, model.name, model.version);
       // Schedulers keep several batches per instance in flight (CLUSTER_PIPELINE_DEPTH): they wait here, in order.
-      const subscription = await this.port.consume(queue, (d) => this.run(id, d), { consumer: this.workerId, prefetch: Math.max(64, model.instances * 16) });
+      // The queue is this worker's alone: it lapses a minute after the worker is gone (the schedulers
+      // hand what it held to live workers), instead of staying in Redis forever.
+      const subscription = await this.port.consume(queue, (d) => this.run(id, d), {
+        consumer: this.workerId, prefetch: Math.max(64, model.instances * 16), expireIdleMs: WORK_QUEUE_EXPIRE_MS,
+      });
       this.served.set(id, { model, entry, subscription });
     }
     await this.cluster.publish(entry);

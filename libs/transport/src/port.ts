@@ -48,6 +48,12 @@ export interface ConsumeOptions {
   prefetch?: number;
   /** A message unacked this long is handed to another consumer (default 30 000 ms). */
   claimIdleMs?: number;
+  /**
+   * For a queue only this consumer reads (a worker's own): the queue is removed this long after
+   * the consumer stopped (died, or went away), so that the queues of consumers long gone do not
+   * pile up. Whatever it still held must be handed out again by its producer. Default: kept.
+   */
+  expireIdleMs?: number;
 }
 
 export interface ReceiveOptions {

@@ -107,7 +107,7 @@ export class RedisPort implements MessagePort {
     const consumer = new StreamConsumer(
       this.outbox, this.blockingConnection(), this.key('q', queue), this.group,
       options.consumer ?? `c-${randomUUID()}`, options.prefetch ?? DEFAULT_PREFETCH,
-      options.claimIdleMs ?? DEFAULT_CLAIM_IDLE_MS, handler, this.onError,
+      options.claimIdleMs ?? DEFAULT_CLAIM_IDLE_MS, handler, this.onError, options.expireIdleMs,
     );
     await consumer.start();
     return this.subscriptions.track(consumer);

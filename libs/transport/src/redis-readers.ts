@@ -13,12 +13,36 @@ import { TransportErrors } from './transport-errors';
  * (acks, deletes) goes through the port's outbox, with the turn's other commands.
  */
 
+/**
+ * Removes the consumers of a queue's group that hold nothing and have not read for ARGV[3] ms
+ * (other than ARGV[2], the caller), atomically: a consumer that died, or a standby that reads
+ * nothing, would otherwise stay in the group forever (a new one is made by each process start).
+ * One that reads again is made again by its next XREADGROUP. KEYS: queue. ARGV: group, self, idle ms.
+ */
+const FORGET_IDLE_CONSUMERS = `
+local consumers = redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])
+local removed = 0
+for _, c in ipairs(consumers) do
+  local f = {}
+  for i = 1, #c, 2 do f[c[i]] = c[i + 1] end
+  if f['name'] ~= ARGV[2] and tonumber(f['pending']) == 0 and tonumber(f['idle']) > tonumber(ARGV[3]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], f['name'])
+    removed = removed + 1
+  end
+end
+return removed
+`;
+
+/** How often a consumer looks after its queue (its expiry, the group's idle consumers), at most. */
+const UPKEEP_MS = 10_000;
+
 /** One consumer of a work queue: reads new entries and claims idle ones, in its own loop. */
 export class StreamConsumer implements Subscription {
   private readonly held = new Set<string>();
   private closed = false;
   private groupReady = false;
   private nextClaim = 0;
+  private nextUpkeep = 0;
   private loop?: Promise<void>;
   private roomWaiter?: () => void;
 
@@ -32,6 +56,8 @@ export class StreamConsumer implements Subscription {
     private readonly claimIdleMs: number,
     private readonly handler: (d: Delivery) => void,
     private readonly onError: (e: unknown) => void,
+    /** ConsumeOptions.expireIdleMs. */
+    private readonly expireIdleMs?: number,
   ) {}
 
   async start(): Promise<void> {
@@ -59,11 +85,12 @@ export class StreamConsumer implements Subscription {
     while (!this.closed) {
       try {
         if (!this.groupReady) await this.ensureGroup();
+        if (Date.now() >= this.nextUpkeep) await this.upkeep();
         const room = this.prefetch - this.held.size;
         if (room <= 0) {
           await new Promise<void>((resolve) => {
             this.roomWaiter = resolve;
-            setTimeout(resolve, claimEvery);
+            setTimeout(resolve, Math.max(1, Math.min(claimEvery, this.nextUpkeep - Date.now())));
           });
           this.roomWaiter = undefined;
           continue;
@@ -76,7 +103,7 @@ export class StreamConsumer implements Subscription {
           for (const entry of claimed[1] ?? []) if (entry) this.deliver(entry, true);
           continue;
         }
-        const block = Math.max(1, Math.min(BLOCK_MS, this.nextClaim - Date.now()));
+        const block = Math.max(1, Math.min(BLOCK_MS, this.nextClaim - Date.now(), this.nextUpkeep - Date.now()));
         const read = (await this.conn.callBuffer(
           'XREADGROUP', 'GROUP', this.group, this.name, 'COUNT', room, 'BLOCK', block, 'STREAMS', this.key, '>',
         )) as Array<[Buffer, StreamEntry[]]> | null;
@@ -88,6 +115,18 @@ export class StreamConsumer implements Subscription {
         await sleep(RETRY_MS);
       }
     }
+  }
+
+  /**
+   * Keeps the queue from piling up what is gone: renews its expiry (expireIdleMs: it lapses once
+   * this consumer stops), and removes the group's consumers that hold nothing and have not read
+   * for twice the claim time (at least a second: they are dead, or standbys that read nothing).
+   */
+  private async upkeep(): Promise<void> {
+    const every = Math.min(UPKEEP_MS, Math.max(100, this.claimIdleMs), this.expireIdleMs ? this.expireIdleMs / 4 : UPKEEP_MS);
+    this.nextUpkeep = Date.now() + every;
+    if (this.expireIdleMs) await this.conn.pexpire(this.key, Math.ceil(this.expireIdleMs));
+    await this.conn.eval(FORGET_IDLE_CONSUMERS, 1, this.key, this.group, this.name, Math.max(1000, 2 * this.claimIdleMs));
   }
 
   private deliver([rawId, fields]: StreamEntry, redelivered: boolean): void {
