@@ -209,7 +209,7 @@ describe('distributed mode: 2 gateways, 2 schedulers, 2 workers', () => {
     const afterTakeOver = answers.filter((a) => a.at - killedAt >= tookOver.slow_scale).length;
     process.stdout.write(
       `take-over after kill -9 of the lease holder: ${JSON.stringify(tookOver)} ms (lease TTL 3000 ms); ` +
-        `the 64 slow_scale requests all answered ${answeredAt} ms after the kill, ${afterTakeOver} of them by the new holder\n`,
+        `the 64 slow_scale requests all answered ${answeredAt} ms after the kill, ${afterTakeOver} of them after the take-over\n`,
     );
     expect(answers.filter((a) => !a.ok)).toEqual([]);
     expect(afterTakeOver).toBeGreaterThan(0);
