@@ -22,7 +22,7 @@ import { call, inferenceClient, openInferStream, type Client, type Msg } from '.
 import { startRedis, type RedisServer } from './helpers/redis-server';
 import { ROOT } from './helpers/server';
 
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
 /** The CLI to run: the checkout's build, or another build of it (NEREID_E2E_MAIN, e.g. a private copy while dist/ is rebuilt). */
 const CLI = process.env.NEREID_E2E_MAIN ?? MAIN;
@@ -122,7 +122,8 @@ beforeAll(async () => {
   scheduler = await startRole('scheduler');
   gateways = [await startRole('gateway'), await startRole('gateway')];
   await Promise.all(
-    [...workers, ...gateways].map((r) => until('ensemble_batched ready', async () => (await status(r, '/v2/models/ensemble_batched/ready')) === 200)),
+    // Seven python models per worker: on a busy 2-core machine start-up takes a while.
+    [...workers, ...gateways].map((r) => until('ensemble_batched ready', async () => (await status(r, '/v2/models/ensemble_batched/ready')) === 200, 120_000)),
   );
   grpcClient = inferenceClient(gateways[0].grpc);
 });
@@ -318,10 +319,30 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
     expect(busiest).toBeLessThanOrEqual(8);
   });
 
+  it('statistics leave out a worker that does not answer within the timeout (1 s), and the gateway says which', async () => {
+    const full = await stats(gateways[0], 'slow_scale');
+    // A stopped worker is still live (its last heartbeat is recent) but answers nothing.
+    workers[1].child.kill('SIGSTOP');
+    try {
+      const started = Date.now();
+      const partial = await stats(gateways[0], 'slow_scale');
+      const elapsed = Date.now() - started;
+      expect(elapsed).toBeGreaterThanOrEqual(900);
+      expect(elapsed).toBeLessThan(5000);
+      // The requests' figures are the gateways'; the stopped worker's executions are missing.
+      expect(partial.inference_stats.success.count).toBe(full.inference_stats.success.count);
+      const own = await stats(workers[0], 'slow_scale');
+      expect(partial.execution_count).toBe(own.execution_count);
+      expect(gateways[0].log()).toMatch(/statistics of 'slow_scale': no answer within the timeout from worker-\S+ \(left out\)/);
+    } finally {
+      workers[1].child.kill('SIGCONT');
+    }
+  });
+
   it('a worker and a gateway that join later load what the cluster serves (models loaded through the API before they started)', async () => {
     expect((await post(gateways[1], '/v2/repository/models/simple/load', {})).status).toBe(200);
     const [worker, gateway] = [await startRole('worker'), await startRole('gateway')];
-    await until('the new worker serves simple', async () => (await status(worker, '/v2/models/simple/ready')) === 200);
+    await until('the new worker serves simple', async () => (await status(worker, '/v2/models/simple/ready')) === 200, 120_000);
     await until('the new gateway serves simple', async () => (await status(gateway, '/v2/models/simple/ready')) === 200);
     const answer = await post(gateway, '/v2/models/simple/infer', simpleBody(3));
     expect(answer.status).toBe(200);
