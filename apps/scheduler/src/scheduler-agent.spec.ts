@@ -221,3 +221,30 @@ describe('SchedulerAgent: sequences with implicit state (in-memory port, real on
     }
   });
 });
+
+describe('SchedulerAgent: stopping', () => {
+  it('gives its leases up, so that another scheduler takes them at its next try rather than after the TTL', async () => {
+    const prefix = `agent-spec-stop-${process.pid}:`;
+    const broker = new InMemoryBroker();
+    const cluster = new MemoryClusterModels();
+    const worker = await startWorker(broker, cluster, 'w1', 'simple');
+    const state = { leases: new RedisLeaseStore(kv, prefix), sequences: new RedisSequenceRegistry(kv, prefix) };
+    const a = new SchedulerAgent(new InMemoryPort(broker), cluster, 'sched-a', () => undefined, state);
+    const b = new SchedulerAgent(new InMemoryPort(broker), cluster, 'sched-b', () => undefined, state);
+    const lease = `${prefix}lease:simple/1`;
+    try {
+      await a.start();
+      await until('A holds the lease', async () => (await kv.get(lease))?.startsWith('sched-a#') === true, 5000);
+      await b.start();
+      const stoppedAt = Date.now();
+      await a.stop();
+      await until('B holds the lease', async () => (await kv.get(lease))?.startsWith('sched-b#') === true, 5000);
+      // One try of B (every 750 ms), not the 3 s TTL.
+      expect(Date.now() - stoppedAt).toBeLessThan(2000);
+    } finally {
+      await a.stop();
+      await b.stop();
+      await worker.stop();
+    }
+  });
+});
