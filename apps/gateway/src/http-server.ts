@@ -12,6 +12,7 @@ import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
 import { BodyBudget } from './http/body-budget';
+import { IdleCollector } from './http/idle-collector';
 import { PipelineBound } from './http/pipelining';
 import { httpGroupOf } from './api-groups';
 import { ApiGuard } from './restrictions';
@@ -71,6 +72,9 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_req, body, done) => done(null, body));
 }
+
+/** Array buffer bytes left uncollected that make a quiet server run one collection (http/idle-collector.ts). */
+const IDLE_GC_THRESHOLD = 16 * 1024 * 1024;
 
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
@@ -140,5 +144,12 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   await app.listen(options.port, options.host);
   const address = fastify.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
-  return { port, app, bodyBudget: budget, close: drainingClose(fastify.server, () => app.close()) };
+  // After a burst of bodies (an attack, a flood of large tensors) their garbage is collected once
+  // the server is quiet again, instead of staying allocated until the next heap pressure.
+  const collector = new IdleCollector({ thresholdBytes: IDLE_GC_THRESHOLD, intervalMs: 1000 }).start();
+  const close = drainingClose(fastify.server, () => {
+    collector.stop();
+    return app.close();
+  });
+  return { port, app, bodyBudget: budget, close };
 }
