@@ -260,6 +260,11 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
     expect(http.inference_stats.compute_infer.count).toBe(10);
     expect(inferencesOf(http)).toBe(10);
     expect(http.last_inference).toBeGreaterThan(0);
+    // Every model's statistics at once (GET /v2/models/stats) are summed the same way.
+    const all = (await (await fetch(url(gateways[0], '/v2/models/stats'))).json()) as Msg;
+    const row = (all.model_stats as Msg[]).find((m) => m.name === 'simple');
+    expect([row?.inference_stats.success.count, row?.execution_count]).toEqual([10, http.execution_count]);
+    expect((all.model_stats as Msg[]).find((m) => m.name === 'ensemble_batched')?.inference_count).toBe(16);
     const grpc = await call(grpcClient, 'ModelStatistics', { name: 'simple', version: '' });
     const g = grpc.model_stats[0];
     expect(Number(g.inference_stats.success.count)).toBe(10);
