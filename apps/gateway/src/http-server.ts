@@ -73,7 +73,7 @@ function rawBodies(fastify: FastifyInstance, limit: number): void {
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_req, body, done) => done(null, body));
 }
 
-/** Array buffer bytes left uncollected that make a quiet server run one collection (http/idle-collector.ts). */
+/** Heap and external bytes left uncollected that make a quiet server run one collection (http/idle-collector.ts). */
 const IDLE_GC_THRESHOLD = 16 * 1024 * 1024;
 
 /** Starts the HTTP front door (Nest on Fastify) over a core. */
