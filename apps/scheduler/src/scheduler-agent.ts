@@ -16,9 +16,13 @@ import type { SequenceRegistry } from './sequence-registry';
 /**
  * Batches handed to one worker instance at once, at least: a batch crosses Redis twice (to the
  * worker, and its batch-done back), and an instance that waited for that round trip between
- * batches would idle most of the time. The worker runs each instance's batches one after another.
+ * batches would idle most of the time. The worker runs up to the instance's own depth of them at
+ * once and the rest as those end (InstanceLane). The dynamic batcher hands a busy instance only a
+ * batch that nothing queued later could join, so a deep pipeline does not shrink batches; with 4
+ * (8 for `simple`, its instance's own depth), a model without batching served 64 clients 8
+ * requests per round trip (bench/RESULTS.md, "bench/distributed — issue 13").
  */
-export const CLUSTER_PIPELINE_DEPTH = 4;
+export const CLUSTER_PIPELINE_DEPTH = 64;
 
 /**
  * A request-queue message left unacked this long by its consumer is taken by the lease's new

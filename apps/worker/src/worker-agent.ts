@@ -121,11 +121,11 @@ export class WorkerAgent {
       current.entry = entry;
     } else {
       const queue = workQueueOf(this.workerId, model.name, model.version);
-      // Schedulers keep several batches per instance in flight (CLUSTER_PIPELINE_DEPTH): they wait here, in order.
+      // Schedulers keep up to 64 batches per instance in flight (CLUSTER_PIPELINE_DEPTH): they wait here, in order.
       // The queue is this worker's alone: it lapses a minute after the worker is gone (the schedulers
       // hand what it held to live workers), instead of staying in Redis forever.
       const subscription = await this.port.consume(queue, (d) => this.run(id, d), {
-        consumer: this.workerId, prefetch: Math.max(64, model.instances * 16), expireIdleMs: WORK_QUEUE_EXPIRE_MS,
+        consumer: this.workerId, prefetch: Math.max(64, model.instances * 64), expireIdleMs: WORK_QUEUE_EXPIRE_MS,
       });
       this.served.set(id, { model, entry, subscription });
     }
