@@ -1,4 +1,5 @@
-import { sumMemoryUsage, type AutoCompleteContext, type BackendRegistry, type CustomMetricsPort, type InstanceSpec, type ModelInstance, type ReportExecution } from '@nereid/backends';
+import type { AutoCompleteContext, BackendRegistry, CustomMetricsPort, InstanceSpec, ModelInstance, ReportExecution } from '@nereid/backends';
+import { sumMemoryUsage } from './memory-usage-sum';
 import type { ModelConfig, ModelInstanceGroup } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import type { ExecuteOptions, ModelKey, WorkerCapacity, WorkerChannel, WorkerLoadSpec, WorkerServices } from '@nereid/transport';

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { measureRssGrowth, processRssBytes, sumMemoryUsage, vmRssBytes } from './memory-usage';
+import { measureRssGrowth, processRssBytes, vmRssBytes } from './memory-usage';
 
 describe('memory usage of loads', () => {
   it('measures the growth of this process while a load runs, never below zero', async () => {
@@ -47,20 +47,5 @@ describe('memory usage of loads', () => {
     expect(await processRssBytes(child.pid!)).toBeUndefined();
     expect(vmRssBytes('Name:\tx\nVmRSS:\t    2048 kB\nVmData: 1 kB\n')).toBe(2048 * 1024);
     expect(vmRssBytes('Name:\tkthread\n')).toBeUndefined();
-  });
-
-  it('adds the instances\' usage up per memory type and device', () => {
-    expect(
-      sumMemoryUsage([
-        [{ type: 'CPU', id: 0, byteSize: 100 }],
-        undefined,
-        [{ type: 'CPU', id: 0, byteSize: 50 }, { type: 'GPU', id: 1, byteSize: 7 }],
-        [],
-      ]),
-    ).toEqual([
-      { type: 'CPU', id: 0, byteSize: 150 },
-      { type: 'GPU', id: 1, byteSize: 7 },
-    ]);
-    expect(sumMemoryUsage([])).toEqual([]);
   });
 });

@@ -50,17 +50,3 @@ export function vmRssBytes(status: string): number | undefined {
   const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
   return m ? Number(m[1]) * 1024 : undefined;
 }
-
-/** One entry per memory type and device, the instances' sizes added up (Triton reports a model version's usage so). */
-export function sumMemoryUsage(lists: readonly (readonly MemoryUsage[] | undefined)[]): MemoryUsage[] {
-  const sums = new Map<string, MemoryUsage>();
-  for (const list of lists) {
-    for (const u of list ?? []) {
-      const key = `${u.type}/${u.id}`;
-      const sum = sums.get(key);
-      if (sum) sum.byteSize += u.byteSize;
-      else sums.set(key, { ...u });
-    }
-  }
-  return [...sums.values()];
-}
