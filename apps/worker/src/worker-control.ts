@@ -1,5 +1,5 @@
 import type { ModelConfig } from '@nereid/model-config';
-import type { ControlMessage, ControlReplyMessage, LifecycleMessage, LifecycleMessageState, WorkerCapacity } from '@nereid/transport';
+import { controlFilesFromWire, type ControlMessage, type ControlReplyMessage, type LifecycleMessage, type LifecycleMessageState, type WorkerCapacity } from '@nereid/transport';
 import type { AgentModel, WorkerAgent } from './worker-agent';
 
 /** What a worker's control plane needs of its own server: the embedded core's repository and statistics API. */
@@ -63,7 +63,7 @@ export class WorkerControl {
   async handle(m: ControlMessage): Promise<Pick<ControlReplyMessage, 'stats' | 'index'> | void> {
     switch (m.op) {
       case 'load': {
-        const files = m.files && new Map(m.files.map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))] as [string, Uint8Array]));
+        const files = controlFilesFromWire(m.files);
         await this.core.loadModel(m.model, m.config === undefined && files === undefined ? undefined : { config: m.config, files });
         await this.agent.settled();
         return;

@@ -1,6 +1,7 @@
 export * from './channels';
 export * from './in-memory';
 export * from './messages';
+export * from './control-files';
 export * from './codec';
 export * from './port';
 export * from './in-memory-port';

@@ -4,7 +4,7 @@ import type {
 } from '@nereid/core';
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, type InferenceRequest, type InferenceResponse } from '@nereid/protocol';
-import type { ControlMessage } from '@nereid/transport';
+import { controlFilesFromWire, controlFilesToWire, type ControlMessage } from '@nereid/transport';
 import type { ControlAnswers, ControlClient, ControlHandler } from './cluster-control';
 import { mergeIndex, sumAll } from './cluster-sums';
 
@@ -27,13 +27,10 @@ export interface ServedVersions {
 /** How often a scheduler reads the cluster's table (apps/scheduler's refresh). */
 const SCHEDULER_REFRESH_MS = 500;
 
-const toBase64 = (files: Map<string, Uint8Array> | undefined): Array<[string, string]> | undefined =>
-  files && [...files].map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')]);
-
 /** A load's options as a control message carries them, back to the core's form. */
 export function loadOptionsOf(m: ControlMessage): LoadOptions | undefined {
   if (m.config === undefined && m.files === undefined) return undefined;
-  return { config: m.config, files: m.files && new Map(m.files.map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])) };
+  return { config: m.config, files: controlFilesFromWire(m.files) };
 }
 
 /** The first answer's error when every member that answered failed. */
@@ -151,7 +148,7 @@ export class ClusterCore implements InferenceCore {
   async loadModel(name: string, options?: LoadOptions): Promise<void> {
     // Outside explicit mode (or before start-up ends) the local core refuses, with Triton's words.
     if (this.options.controlMode !== 'explicit') return this.local.loadModel(name, options);
-    const question = { op: 'load' as const, model: name, config: options?.config, files: toBase64(options?.files) };
+    const question = { op: 'load' as const, model: name, config: options?.config, files: controlFilesToWire(options?.files) };
     const workers = await this.control.ask({ ...question, to: 'worker' }, this.options.loadTimeoutMs);
     this.noteMissing(`load of '${name}'`, workers);
     if (workers.replies.length === 0) {
