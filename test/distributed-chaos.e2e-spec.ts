@@ -19,7 +19,7 @@ import { startRedis, type RedisServer } from './helpers/redis-server';
 import { ROOT } from './helpers/server';
 import { okRate, recoveryMs, SteadyLoad, type Outcome } from './helpers/steady-load';
 
-jest.setTimeout(150_000);
+jest.setTimeout(240_000);
 
 /** A request unanswered this long hangs (the slowest allowed path: a batch handed again after a worker's heartbeat is lost, 3.5 s). */
 const HANG_MS = 10_000;
@@ -42,6 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (process.env.CHAOS_DUMP) roles.forEach((r, i) => fs.writeFileSync(`${process.env.CHAOS_DUMP}.${i}.${r.role}.log`, r.log()));
   await Promise.all(roles.map((r) => r.kill()));
   await redis?.stop();
   if (repo) fs.rmSync(repo, { recursive: true, force: true });
@@ -69,6 +70,28 @@ async function queueOwner(schedulers: RoleProcess[]): Promise<RoleProcess> {
   }
 }
 
+/**
+ * The dead worker's work queues with their TTLs, and whether the dead scheduler is still a consumer
+ * of simple's request queue (waiting up to 5 s for the new holder to forget it).
+ */
+async function redisLeftovers(workerId: string, schedulerId: string): Promise<{ workQueues: Array<[string, number]>; schedulerConsumer: boolean }> {
+  const conn = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await conn.connect();
+    const keys = await conn.keys(`nereid:q:work:${workerId}:*`);
+    const workQueues = await Promise.all(keys.map(async (k): Promise<[string, number]> => [k, await conn.pttl(k)]));
+    const isConsumer = async (): Promise<boolean> => {
+      const info = (await conn.xinfo('CONSUMERS', 'nereid:q:requests:simple/1', 'nereid')) as Array<Array<string | number>>;
+      return info.some((c) => c[c.indexOf('name') + 1] === schedulerId);
+    };
+    const deadline = Date.now() + 5000;
+    while ((await isConsumer()) && Date.now() < deadline) await sleep(200);
+    return { workQueues, schedulerConsumer: await isConsumer() };
+  } finally {
+    conn.disconnect();
+  }
+}
+
 interface Fault {
   name: string;
   at: number;
@@ -89,7 +112,8 @@ describe('distributed mode under chaos: 2 gateways, 2 schedulers, 2 workers, 16 
     const workers = [await start('worker'), await start('worker')];
     const schedulers = [await start('scheduler'), await start('scheduler')];
     const gateways = [await start('gateway'), await start('gateway')];
-    await Promise.all([...workers, ...gateways].map((r) => roleReady(r)));
+    // Six node processes starting at once on a busy 2-core machine took up to a minute: wait longer.
+    await Promise.all([...workers, ...gateways].map((r) => roleReady(r, '/v2/models/simple/ready', 120_000)));
 
     // 16 clients: per gateway 4 over HTTP and 4 over gRPC.
     const load = new SteadyLoad(
@@ -127,6 +151,11 @@ describe('distributed mode under chaos: 2 gateways, 2 schedulers, 2 workers, 16 
     begin(`kill -9 scheduler (${owner === schedulers[0] ? 'first' : 'second'})`);
     await owner.kill();
     await sleep(7000);
+
+    // What the dead worker and scheduler left in Redis does not stay there forever: the worker's
+    // queues lapse (60 s after it stopped renewing them), and the scheduler is no longer a consumer
+    // of simple's request queue once the new holder claimed what it held.
+    const leftovers = await redisLeftovers(await roleId(workers[1], 'worker'), await roleId(owner, 'scheduler'));
 
     // 3. Redis dies (nothing saved) and comes back empty on the same port two seconds later.
     const redisFault = begin('Redis killed, restarted after 2 s', true);
@@ -167,7 +196,6 @@ describe('distributed mode under chaos: 2 gateways, 2 schedulers, 2 workers, 16 
     process.stdout.write(`chaos: ${lines.join('\n  ')}\n`);
     if (process.env.CHAOS_DUMP) {
       fs.writeFileSync(`${process.env.CHAOS_DUMP}.json`, JSON.stringify({ t0, faults, outcomes }));
-      roles.forEach((r, i) => fs.writeFileSync(`${process.env.CHAOS_DUMP}.${i}.${r.role}.log`, r.log()));
     }
 
     // No request hung or got a wrong answer; errors only while Redis was down, UNAVAILABLE, and fast.
@@ -191,6 +219,12 @@ describe('distributed mode under chaos: 2 gateways, 2 schedulers, 2 workers, 16 
       const recovered = recoveryMs(outcomes, f.repairedAt ?? f.at, f.until, baseline);
       expect([f.name, recovered !== undefined && recovered < 6000]).toEqual([f.name, true]);
     }
+    expect(leftovers.workQueues.length).toBeGreaterThan(0);
+    for (const ttl of leftovers.workQueues.map(([, t]) => t)) {
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    }
+    expect(leftovers.schedulerConsumer).toBe(false);
     // Each process that was not killed is still running.
     for (const r of [workers[0], ...schedulers.filter((s) => s !== owner), ...gateways]) expect(r.child.exitCode).toBeNull();
   });
