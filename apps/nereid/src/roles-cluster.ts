@@ -17,7 +17,12 @@ export class RedisClusterModels implements ClusterModels {
 
   static async connect(url: string, prefix = 'nereid:'): Promise<RedisClusterModels> {
     const { default: IORedis } = await import('ioredis');
-    const redis = new IORedis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000, enableOfflineQueue: false });
+    // Reconnects as the message port does (every 0.5 s at most): ioredis's default waits up to 2 s
+    // between tries, so a table reader could come back that much later than the rest after an outage.
+    const redis = new IORedis(url, {
+      lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000, enableOfflineQueue: false,
+      retryStrategy: (times: number) => Math.min(50 * times, 500),
+    });
     redis.on('error', () => undefined);
     await redis.connect();
     return new RedisClusterModels(redis, `${prefix}models`);
