@@ -35,7 +35,7 @@ export const FIELD = Buffer.from('m');
  *
  * Appends to a stream keep their order: one entry per message, or, for `merge` appends
  * (mailboxes, whose entries are never acked), one entry holding all of the turn's messages to
- * that stream, in order. Every append of a turn is written before the turn's acks and deletes, so
+ * that stream, in order. Every append of a turn is written before the turn's acks, so
  * an ack never overtakes the response it follows. When the turn's pipeline fails or times out
  * (`timed`), every command of it fails.
  */
@@ -44,7 +44,6 @@ export class RedisOutbox {
   /** Per stream key: the turn's merged entry of that stream. */
   private merged = new Map<string, Entry>();
   private acks = new Map<string, Acks>();
-  private deletes = new Map<string, string[]>();
   private extra: Array<{ args: [string, ...Array<string | number>]; waiter: Waiter }> = [];
   private bytes = 0;
   /** Bytes written and not answered yet: a pipeline waits behind them, so its timeout counts them. */
@@ -93,14 +92,6 @@ export class RedisOutbox {
     });
   }
 
-  /** Deletes entries of the stream `key` (a reader's, once it has read them); nobody waits for it. */
-  delete(key: string, ids: string[]): void {
-    const d = this.deletes.get(key);
-    if (d) for (const id of ids) d.push(id);
-    else this.deletes.set(key, [...ids]);
-    this.added(ids.length * 16);
-  }
-
   /** Any other command, in the turn's pipeline after its appends. */
   command(...args: [string, ...Array<string | number>]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -123,12 +114,11 @@ export class RedisOutbox {
   /** Writes what the turn has gathered so far (now, not at the turn's end). */
   flush(): void {
     this.scheduled = false;
-    if (this.entries.length === 0 && this.acks.size === 0 && this.deletes.size === 0 && this.extra.length === 0) return;
-    const turn = { entries: this.entries, acks: this.acks, deletes: this.deletes, extra: this.extra, bytes: this.bytes };
+    if (this.entries.length === 0 && this.acks.size === 0 && this.extra.length === 0) return;
+    const turn = { entries: this.entries, acks: this.acks, extra: this.extra, bytes: this.bytes };
     this.entries = [];
     this.merged = new Map();
     this.acks = new Map();
-    this.deletes = new Map();
     this.extra = [];
     this.bytes = 0;
     this.write(turn);
@@ -138,7 +128,6 @@ export class RedisOutbox {
   private write(turn: {
     entries: Entry[];
     acks?: Map<string, Acks>;
-    deletes?: Map<string, string[]>;
     extra?: Array<{ args: [string, ...Array<string | number>]; waiter: Waiter }>;
     bytes: number;
   }): void {
@@ -157,10 +146,6 @@ export class RedisOutbox {
       p.xack(key, a.group, ...a.ids).xdel(key, ...a.ids);
       ops.push({ at, n: 2, waiters: a.waiters });
       at += 2;
-    }
-    for (const [key, ids] of turn.deletes ?? []) {
-      p.xdel(key, ...ids);
-      at++;
     }
     for (const e of turn.extra ?? []) {
       p.call(...e.args);

@@ -9,8 +9,8 @@ import { TransportErrors } from './transport-errors';
 
 /**
  * The Redis port's two readers, each a loop of blocking reads on a connection of its own: a work
- * queue's consumer (XREADGROUP / XAUTOCLAIM) and a mailbox's receiver (XREAD). What they write
- * (acks, deletes) goes through the port's outbox, with the turn's other commands.
+ * queue's consumer (XREADGROUP / XAUTOCLAIM), whose acks go through the port's outbox with the
+ * turn's other commands, and a mailbox's receiver (XREAD), whose deletes ride behind its reads.
  */
 
 /**
@@ -43,6 +43,14 @@ export class StreamConsumer implements Subscription {
   private groupReady = false;
   private nextClaim = 0;
   private nextUpkeep = 0;
+  /** Claim rounds issued so far. */
+  private claimRound = 0;
+  /**
+   * Entries acked here, with the claim round that was the last issued when the ack was done
+   * (Infinity while it is under way): a claim of this consumer's own idle entries issued before
+   * the XACK ran may still bring them back, and must not deliver them again.
+   */
+  private readonly acked = new Map<string, number>();
   private loop?: Promise<void>;
   private roomWaiter?: () => void;
 
@@ -97,10 +105,13 @@ export class StreamConsumer implements Subscription {
         }
         if (Date.now() >= this.nextClaim) {
           this.nextClaim = Date.now() + claimEvery;
+          const round = ++this.claimRound;
           const claimed = (await this.conn.callBuffer(
             'XAUTOCLAIM', this.key, this.group, this.name, this.claimIdleMs, '0-0', 'COUNT', room,
           )) as [Buffer, StreamEntry[] | null, unknown];
           for (const entry of claimed[1] ?? []) if (entry) this.deliver(entry, true);
+          // Acks done before this round was issued cannot come back in it or any later one.
+          for (const [id, doneAt] of this.acked) if (doneAt < round) this.acked.delete(id);
           continue;
         }
         const block = Math.max(1, Math.min(BLOCK_MS, this.nextClaim - Date.now(), this.nextUpkeep - Date.now()));
@@ -148,8 +159,13 @@ export class StreamConsumer implements Subscription {
       redelivered,
       ack: async () => {
         this.held.delete(id);
+        this.acked.set(id, Number.POSITIVE_INFINITY);
         this.roomWaiter?.();
-        await this.ackId(id);
+        try {
+          await this.ackId(id);
+        } finally {
+          this.acked.set(id, this.claimRound);
+        }
       },
       touch: async () => {
         try {
@@ -188,16 +204,22 @@ export class StreamConsumer implements Subscription {
  * one message, or the messages one port sent to the mailbox in one turn, in order). It starts from the
  * stream's beginning, so what was sent before it started is delivered too (a gateway id is new
  * for each gateway process, and the router drops responses it has no waiter for).
+ *
+ * The XDEL of what it read rides behind its next XREAD on its own connection (one write): Redis
+ * runs it once that read returns and answers both together, so deleting costs no write, reply or
+ * wake-up of its own. An entry read is deleted when the next read returns (new messages, or the
+ * block time at the latest).
  */
 export class MailboxReader implements Subscription {
   private closed = false;
   /** False from a failed read until the next one that succeeds (one `onLost` per outage). */
   private reading = true;
   private lastId = '0-0';
+  /** Entries read and not deleted yet. */
+  private toDelete: string[] = [];
   private loop?: Promise<void>;
 
   constructor(
-    private readonly outbox: RedisOutbox,
     private readonly conn: Redis,
     private readonly key: string,
     private readonly handler: (m: TransportMessage) => void,
@@ -212,16 +234,15 @@ export class MailboxReader implements Subscription {
 
   private async run(): Promise<void> {
     while (!this.closed) {
+      const deleting = this.toDelete;
+      this.toDelete = [];
       try {
-        const read = (await this.conn.callBuffer(
-          'XREAD', 'COUNT', 256, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId,
-        )) as Array<[Buffer, StreamEntry[]]> | null;
+        const read = await this.read(deleting);
         this.reading = true;
-        const ids: string[] = [];
         for (const [, entries] of read ?? []) {
           for (const [rawId, fields] of entries) {
             const id = rawId.toString();
-            ids.push(id);
+            this.toDelete.push(id);
             this.lastId = id;
             for (let i = 1; i < fields.length; i += 2) {
               try {
@@ -232,9 +253,9 @@ export class MailboxReader implements Subscription {
             }
           }
         }
-        if (ids.length > 0) this.outbox.delete(this.key, ids);
       } catch (e) {
         if (this.closed) return;
+        this.toDelete.unshift(...deleting);
         if (this.reading && !(e as Error)?.name?.includes('ReplyError')) {
           // The connection dropped (Redis died, restarted or is cut off): what was sent here and not
           // read yet may be gone with it, and the senders' answers with them.
@@ -247,6 +268,16 @@ export class MailboxReader implements Subscription {
         await sleep(RETRY_MS);
       }
     }
+  }
+
+  /** The next XREAD's entries; the XDEL of `deleting` goes in the same write, after it. */
+  private async read(deleting: string[]): Promise<Array<[Buffer, StreamEntry[]]> | null> {
+    const xread = ['XREAD', 'COUNT', 256, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId] as const;
+    if (deleting.length === 0) return (await this.conn.callBuffer(...xread)) as Array<[Buffer, StreamEntry[]]> | null;
+    const results = await this.conn.pipeline().callBuffer(...xread).xdel(this.key, ...deleting).exec();
+    const [err, value] = results?.[0] ?? [new Error('no answer to XREAD')];
+    if (err) throw err;
+    return value as Array<[Buffer, StreamEntry[]]> | null;
   }
 
   async close(): Promise<void> {
