@@ -43,6 +43,14 @@ export class StreamConsumer implements Subscription {
   private groupReady = false;
   private nextClaim = 0;
   private nextUpkeep = 0;
+  /** Claim rounds issued so far. */
+  private claimRound = 0;
+  /**
+   * Entries acked here, with the claim round that was the last issued when the ack was done
+   * (Infinity while it is under way): a claim of this consumer's own idle entries issued before
+   * the XACK ran may still bring them back, and must not deliver them again.
+   */
+  private readonly acked = new Map<string, number>();
   private loop?: Promise<void>;
   private roomWaiter?: () => void;
 
@@ -97,10 +105,13 @@ export class StreamConsumer implements Subscription {
         }
         if (Date.now() >= this.nextClaim) {
           this.nextClaim = Date.now() + claimEvery;
+          const round = ++this.claimRound;
           const claimed = (await this.conn.callBuffer(
             'XAUTOCLAIM', this.key, this.group, this.name, this.claimIdleMs, '0-0', 'COUNT', room,
           )) as [Buffer, StreamEntry[] | null, unknown];
-          for (const entry of claimed[1] ?? []) if (entry) this.deliver(entry, true);
+          for (const entry of claimed[1] ?? []) if (entry && !this.acked.has(entry[0].toString())) this.deliver(entry, true);
+          // Acks done before this round was issued cannot come back in it or any later one.
+          for (const [id, doneAt] of this.acked) if (doneAt < round) this.acked.delete(id);
           continue;
         }
         const block = Math.max(1, Math.min(BLOCK_MS, this.nextClaim - Date.now(), this.nextUpkeep - Date.now()));
@@ -148,8 +159,13 @@ export class StreamConsumer implements Subscription {
       redelivered,
       ack: async () => {
         this.held.delete(id);
+        this.acked.set(id, Number.POSITIVE_INFINITY);
         this.roomWaiter?.();
-        await this.ackId(id);
+        try {
+          await this.ackId(id);
+        } finally {
+          this.acked.set(id, this.claimRound);
+        }
       },
       touch: async () => {
         try {
