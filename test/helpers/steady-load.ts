@@ -138,15 +138,16 @@ export function okRate(outcomes: Outcome[], from: number, to: number): number {
 }
 
 /**
- * How long after `fault` the load had recovered: the end of the first 250 ms window, after the
- * phase's last failure, in which successful answers came at half the rate of `baseline` (answers
- * per second) or more. Undefined when it did not recover before `until`.
+ * The longest stretch of [from, until) in which no request got its right answer (from `from` to
+ * the first answer, between two answers, or from the last one to `until`).
  */
-export function recoveryMs(outcomes: Outcome[], fault: number, until: number, baseline: number): number | undefined {
-  const failures = outcomes.filter((o) => o.kind !== 'ok' && o.done >= fault && o.done < until);
-  let t = Math.max(fault, ...failures.map((o) => o.done));
-  for (; t + 250 <= until; t += 250) {
-    if (okRate(outcomes, t, t + 250) >= baseline / 2) return t + 250 - fault;
+export function longestGap(outcomes: Outcome[], from: number, until: number): { start: number; end: number } {
+  const answered = outcomes.filter((o) => o.kind === 'ok' && o.done >= from && o.done < until).map((o) => o.done).sort((a, b) => a - b);
+  let previous = from;
+  let gap = { start: from, end: from };
+  for (const t of [...answered, until]) {
+    if (t - previous > gap.end - gap.start) gap = { start: previous, end: t };
+    previous = t;
   }
-  return undefined;
+  return gap;
 }
