@@ -184,15 +184,16 @@ export async function startGrpcServer(core: InferenceCore, options: GrpcServerOp
   const budget = options.bodyBudget ?? new BodyBudget(options.maxInflightBodyBytes ?? DEFAULT_HTTP_LIMITS.maxInflightBodyBytes, 0);
   const interceptor = restrictionInterceptor(options.restrictedProtocols ?? [], options.authTokens);
   const interceptors = [
+    // First: it reads the call's framing (message-budget.ts). A stream's requests give back their
+    // charges one by one (stream-infer.ts).
+    budgetInterceptor(budget, new Set([services.inference.ModelStreamInfer.path])),
     ...(interceptor ? [interceptor] : []),
     ...(options.requestLog?.access ? [grpcAccessInterceptor(options.requestLog)] : []),
-    // Stream requests are charged one by one by the stream itself (stream-infer.ts).
-    budgetInterceptor(budget, new Set([services.inference.ModelStreamInfer.path])),
   ];
   const server = new Server({ ...channelOptionsOf(options), interceptors });
   server.addService(countingDeserializers(services.inference), {
     ...metadataHandlers(core),
-    ...inferHandlers(core, options.sharedMemory, options.requestLog, budget),
+    ...inferHandlers(core, options.sharedMemory, options.requestLog),
     ...repositoryHandlers(core),
     ...settingsHandlers(core),
     ...sharedMemoryHandlers(options.sharedMemory),

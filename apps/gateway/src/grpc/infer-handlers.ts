@@ -6,7 +6,6 @@ import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } fro
 import { encodeInferResponse } from './infer-response';
 import { LazyAbort } from './lazy-abort';
 import { handleStreamInfer } from './stream-infer';
-import type { BodyBudget } from '../http/body-budget';
 import type { RequestLog } from '../access-log';
 import { grpcIngress, grpcLogArrival, sendTraced } from './trace-ingress';
 import type { WireModelInferRequest, WireModelInferResponse } from './wire-types';
@@ -71,15 +70,9 @@ export function modelInfer(
   };
 }
 
-/** ModelInfer and ModelStreamInfer; `budget`: the request bytes held at once (stream requests are charged one by one). */
-export function inferHandlers(
-  core: InferenceCore,
-  sharedMemory?: SystemSharedMemory,
-  log?: RequestLog,
-  budget?: BodyBudget,
-): UntypedServiceImplementation {
+export function inferHandlers(core: InferenceCore, sharedMemory?: SystemSharedMemory, log?: RequestLog): UntypedServiceImplementation {
   return {
     ModelInfer: modelInfer(core, sharedMemory, log),
-    ModelStreamInfer: handleStreamInfer(core, sharedMemory, log, budget),
+    ModelStreamInfer: handleStreamInfer(core, sharedMemory, log),
   };
 }

@@ -5,8 +5,7 @@ import { toServiceError } from './grpc-status';
 import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
 import type { RequestLog } from '../access-log';
-import type { BodyBudget } from '../http/body-budget';
-import { exhaustedStatus, messageBytes } from './message-budget';
+import { releaseOf } from './message-budget';
 import { grpcIngress, grpcLogArrival } from './trace-ingress';
 import type { WireModelInferRequest, WireModelStreamInferResponse, WireParameters } from './wire-types';
 
@@ -47,8 +46,6 @@ class InferStream {
     private readonly sharedMemory: SystemSharedMemory | undefined,
     /** Request ids on verbose log lines; none: no request lines. */
     private readonly log?: RequestLog,
-    /** Request bytes held at once: each request's message is charged until its final response. */
-    private readonly budget?: BodyBudget,
   ) {
     this.grpcErrors = wantsGrpcErrors(call);
   }
@@ -70,10 +67,8 @@ class InferStream {
 
   private onRequest(msg: WireModelInferRequest): void {
     if (this.closed) return;
-    const bytes = this.budget ? messageBytes(msg) : 0;
-    const charge = bytes > 0 ? this.budget!.chargeHeld(bytes) : undefined;
-    if (bytes > 0 && !charge) return this.refuseExhausted(msg.id);
-    const release = charge ?? ((): void => undefined);
+    // The message's share of the budget of request bytes, charged as it arrived (message-budget.ts).
+    const release = releaseOf(msg);
     let decoded: DecodedInferRequest;
     try {
       decoded = decodeInferRequest(msg, this.sharedMemory);
@@ -95,21 +90,6 @@ class InferStream {
       this.sendError(toInferenceError(e), { id: msg.id });
       this.finishIfDone();
     }
-  }
-
-  /**
-   * A request whose message does not fit in the budget: dropped unread, answered RESOURCE_EXHAUSTED
-   * (the stream's status with `triton_grpc_error`, else an `error_message` naming its id).
-   */
-  private refuseExhausted(id: string): void {
-    if (this.closed) return;
-    const refusal = exhaustedStatus(this.budget!);
-    if (this.grpcErrors) {
-      this.abort();
-      this.call.emit('error', refusal);
-      return;
-    }
-    this.write({ error_message: refusal.details, infer_response: { id } });
   }
 
   private observer(msg: WireModelInferRequest, decoded: DecodedInferRequest, id: string, release: () => void): ResponseObserver {
@@ -219,7 +199,6 @@ export function handleStreamInfer(
   core: InferenceCore,
   sharedMemory?: SystemSharedMemory,
   log?: RequestLog,
-  budget?: BodyBudget,
 ): handleBidiStreamingCall<WireModelInferRequest, WireModelStreamInferResponse> {
-  return (call) => new InferStream(core, call, sharedMemory, log, budget).start();
+  return (call) => new InferStream(core, call, sharedMemory, log).start();
 }

@@ -1,0 +1,46 @@
+import { MessageFraming, releaseOf } from './message-budget';
+
+/** gRPC framing: flag byte, big-endian length, the message. */
+function framed(...messages: Buffer[]): Buffer {
+  return Buffer.concat(
+    messages.flatMap((m) => {
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(m.length, 1);
+      return [prefix, m];
+    }),
+  );
+}
+
+describe('MessageFraming', () => {
+  it('announces each message length once its prefix is complete, however the frames split it', () => {
+    const bytes = framed(Buffer.alloc(300, 1), Buffer.alloc(0), Buffer.alloc(70000, 2), Buffer.alloc(1, 3));
+    for (const size of [1, 2, 3, 5, 7, 16384, bytes.length]) {
+      const lengths: number[] = [];
+      const framing = new MessageFraming((n) => lengths.push(n));
+      for (let at = 0; at < bytes.length; at += size) framing.write(bytes.subarray(at, at + size));
+      expect(lengths).toEqual([300, 0, 70000, 1]);
+    }
+  });
+
+  it('announces a message before its bytes arrive', () => {
+    const lengths: number[] = [];
+    const framing = new MessageFraming((n) => lengths.push(n));
+    const bytes = framed(Buffer.alloc(1 << 20));
+    framing.write(bytes.subarray(0, 5));
+    expect(lengths).toEqual([1 << 20]);
+  });
+
+  it('lets a thrown refusal stop the write (grpc-js answers RESOURCE_EXHAUSTED with its words)', () => {
+    const framing = new MessageFraming(() => {
+      throw new Error('no room');
+    });
+    expect(() => framing.write(framed(Buffer.alloc(10)))).toThrow('no room');
+  });
+});
+
+describe('releaseOf', () => {
+  it('is a no-op for a message that was not charged', () => {
+    expect(() => releaseOf({})()).not.toThrow();
+    expect(() => releaseOf(undefined)()).not.toThrow();
+  });
+});
