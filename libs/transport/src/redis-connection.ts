@@ -58,6 +58,30 @@ export function connectionWords(message: string): string {
   return message;
 }
 
+/**
+ * `onError`, told each error once per `everyMs` (the next one says how often it recurred): while
+ * Redis is down every reader retries ten times a second and every connection reconnects, each try
+ * failing with the same words, which made some 25 log lines a second per process. Connection
+ * trouble is told in plain words (connectionWords).
+ */
+export function quietErrors(onError: (e: unknown) => void, everyMs = 5000): (e: unknown) => void {
+  const seen = new Map<string, { at: number; more: number }>();
+  return (e: unknown) => {
+    const message = connectionWords((e as Error)?.message ?? String(e));
+    const now = Date.now();
+    const last = seen.get(message);
+    if (last && now - last.at < everyMs) {
+      last.more++;
+      return;
+    }
+    if (seen.size > 100) seen.clear();
+    seen.set(message, { at: now, more: 0 });
+    const more = last?.more ?? 0;
+    if (more === 0 && message === (e as Error)?.message) return onError(e);
+    onError(new Error(more > 0 ? `${message} (and ${more} more times since)` : message));
+  };
+}
+
 /** A failed Redis command as an InferenceError: Redis's own error replies are INTERNAL, the rest UNAVAILABLE. */
 export function redisError(e: unknown): InferenceError {
   if (e instanceof InferenceError) return e;

@@ -2,6 +2,7 @@ import { startRedis } from '../../../test/helpers/redis-server';
 import { sleep, until } from '../../../test/helpers/poll';
 import type { InferenceError } from '@nereid/protocol';
 import type { ResponseMessage, TransportMessage } from './messages';
+import { quietErrors } from './redis-connection';
 import { RedisPort } from './redis-port';
 import { ResponseRouter } from './response-router';
 
@@ -52,6 +53,28 @@ describe('redis port: a mailbox receiver hears of a lost connection', () => {
     }
   });
 
+  it('tells its onError each trouble once per 5 s while Redis is down, in plain words, with how often it recurred', async () => {
+    const own = await startRedis();
+    if (own.external) throw new Error('this case needs a redis-server of its own (unset REDIS_URL)');
+    const errors: string[] = [];
+    const port = await RedisPort.connect({ url: own.url, onError: (e) => errors.push((e as Error).message) });
+    try {
+      // Readers retry ten times a second while Redis is down: a consumer, a mailbox reader.
+      await port.consume('q', (d) => void d.ack(), { claimIdleMs: 300 });
+      await port.receive('gw', () => undefined);
+      await own.stop(true);
+      await sleep(2000);
+      // One line per distinct trouble (refused connections, a stream not writable...), not twenty a second.
+      expect(errors.length).toBeGreaterThan(0);
+      expect(errors.length).toBeLessThanOrEqual(6);
+      expect(errors.join('\n')).not.toMatch(/enableOfflineQueue|maxRetriesPerRequest/);
+      await own.restart();
+    } finally {
+      await port.close();
+      await own.stop();
+    }
+  });
+
   it("fails a gateway's waiting requests UNAVAILABLE within a second when Redis dies under them", async () => {
     const own = await startRedis();
     if (own.external) throw new Error('this case needs a redis-server of its own (unset REDIS_URL)');
@@ -80,5 +103,25 @@ describe('redis port: a mailbox receiver hears of a lost connection', () => {
       await own.stop();
       await sleep(1100); // as above
     }
+  });
+});
+
+describe('quietErrors', () => {
+  it('passes an error once per period, then says how often it recurred; ioredis words become plain ones', async () => {
+    const told: unknown[] = [];
+    const quiet = quietErrors((e) => told.push(e), 100);
+    const refused = new Error('connect ECONNREFUSED 127.0.0.1:1');
+    quiet(refused);
+    quiet(new Error('connect ECONNREFUSED 127.0.0.1:1'));
+    quiet(new Error('connect ECONNREFUSED 127.0.0.1:1'));
+    quiet(new Error("Stream isn't writeable and enableOfflineQueue options is false"));
+    await sleep(150);
+    quiet(new Error('connect ECONNREFUSED 127.0.0.1:1'));
+    expect(told[0]).toBe(refused); // the error itself when its words are kept
+    expect(told.map((e) => (e as Error).message)).toEqual([
+      'connect ECONNREFUSED 127.0.0.1:1',
+      'not connected (reconnecting)',
+      'connect ECONNREFUSED 127.0.0.1:1 (and 2 more times since)',
+    ]);
   });
 });

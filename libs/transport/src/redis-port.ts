@@ -8,7 +8,7 @@ import {
   type ConsumeOptions, type Delivery, type MessagePort, type ReceiveOptions, type Subscription,
 } from './port';
 import { PortSubscriptions } from './port-subscriptions';
-import { connectionOptions, connectOrFail, redisError } from './redis-connection';
+import { connectionOptions, connectOrFail, quietErrors, redisError } from './redis-connection';
 import { RedisOutbox } from './redis-outbox';
 import { MailboxReader, StreamConsumer } from './redis-readers';
 import { TransportErrors } from './transport-errors';
@@ -67,7 +67,7 @@ export class RedisPort implements MessagePort {
   ) {
     this.prefix = options.prefix ?? 'nereid:';
     this.group = options.group ?? 'nereid';
-    this.onError = options.onError ?? (() => undefined);
+    this.onError = quietErrors(options.onError ?? (() => undefined));
     this.outbox = new RedisOutbox(cmd, (bytes, command) => this.timed(bytes, command));
   }
 
