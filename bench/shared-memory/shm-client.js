@@ -34,20 +34,21 @@ async function main() {
   // One input and one output region per connection: requests in flight never share an output.
   const files = [];
   const bodies = [];
-  for (let c = 0; c < concurrency; c++) {
-    const inKey = `/${base}-in${c}`;
-    const outKey = `/${base}-out${c}`;
-    fs.writeFileSync(`/dev/shm${inKey}`, input);
-    fs.writeFileSync(`/dev/shm${outKey}`, Buffer.alloc(bytes));
-    files.push(`/dev/shm${inKey}`, `/dev/shm${outKey}`);
-    await post(`systemsharedmemory/region/in${c}/register`, { key: inKey, offset: 0, byte_size: bytes });
-    await post(`systemsharedmemory/region/out${c}/register`, { key: outKey, offset: 0, byte_size: bytes });
-    bodies.push(Buffer.from(JSON.stringify({
-      inputs: [{ name: 'INPUT0', shape: [1, elems], datatype: 'FP32', parameters: { shared_memory_region: `in${c}`, shared_memory_byte_size: bytes } }],
-      outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: `out${c}`, shared_memory_byte_size: bytes } }],
-    })));
-  }
+  // The objects go away however the run ends (a server that refuses a registration included).
   try {
+    for (let c = 0; c < concurrency; c++) {
+      const inKey = `/${base}-in${c}`;
+      const outKey = `/${base}-out${c}`;
+      fs.writeFileSync(`/dev/shm${inKey}`, input);
+      fs.writeFileSync(`/dev/shm${outKey}`, Buffer.alloc(bytes));
+      files.push(`/dev/shm${inKey}`, `/dev/shm${outKey}`);
+      await post(`systemsharedmemory/region/in${c}/register`, { key: inKey, offset: 0, byte_size: bytes });
+      await post(`systemsharedmemory/region/out${c}/register`, { key: outKey, offset: 0, byte_size: bytes });
+      bodies.push(Buffer.from(JSON.stringify({
+        inputs: [{ name: 'INPUT0', shape: [1, elems], datatype: 'FP32', parameters: { shared_memory_region: `in${c}`, shared_memory_byte_size: bytes } }],
+        outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: `out${c}`, shared_memory_byte_size: bytes } }],
+      })));
+    }
     const fds = files.map((p) => fs.openSync(p, 'r+'));
     const out = Buffer.alloc(bytes);
     const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
