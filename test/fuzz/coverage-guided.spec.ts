@@ -1,12 +1,12 @@
 /**
  * The coverage-guided fuzzer inside `npm test`: each target of the issue's list for a few seconds
- * (FUZZ_SECONDS_EACH, default 4; `npm run fuzz` runs them for minutes). A finding fails the test with
+ * (FUZZ_SECONDS_EACH, default 3; `npm run fuzz` runs them for minutes). A finding fails the test with
  * its input saved under .tmp/fuzz/crashes/<target>/ and printed in base64.
  */
 import { formatFinding, formatReport, runTarget } from './runner';
 import { TARGETS } from './targets';
 
-const seconds = Number(process.env.FUZZ_SECONDS_EACH) > 0 ? Number(process.env.FUZZ_SECONDS_EACH) : 4;
+const seconds = Number(process.env.FUZZ_SECONDS_EACH) > 0 ? Number(process.env.FUZZ_SECONDS_EACH) : 3;
 
 describe('coverage-guided fuzzing (short run)', () => {
   it.each(Object.keys(TARGETS))(
