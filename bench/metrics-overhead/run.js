@@ -23,6 +23,9 @@
 // Usage: node bench/metrics-overhead/run.js [seconds per round=3] [rounds=8] [--identical] [--start-once]
 //   --identical: four identical 'off' servers (shows the spread that start order and noise alone give)
 //   --start-once: the earlier design (servers started once, in case order) for comparison
+//   --scrape-check: off, metrics scraped once a second, the same metrics never scraped, off again
+//   --observer-check: off, metrics with no per-request family (nereid_histograms=false), metrics with
+//     the histograms, off again; none scraped
 //   (needs `npm run build` first)
 const fs = require('node:fs');
 const os = require('node:os');
@@ -57,6 +60,20 @@ const CASES = [
   { name: 'off (control)', args: ['--allow-metrics=false'], scrape: false },
 ];
 const IDENTICAL = [1, 2, 3, 4].map((n) => ({ name: `off #${n}`, args: ['--allow-metrics=false'], scrape: false }));
+/** Whether the scrapes, not the metrics kept per request, make the difference: the same metrics server scraped and not. */
+const SCRAPE_CHECK = [
+  CASES[0],
+  { name: 'metrics, scraped', args: CASES[1].args, scrape: true },
+  { name: 'metrics, no scrape', args: CASES[1].args, scrape: false },
+  CASES[3],
+];
+/** Whether the per-request families or the metrics service itself make the difference (none scraped). */
+const OBSERVER_CHECK = [
+  CASES[0],
+  { name: 'metrics, no families', args: ['--metrics-config', 'nereid_histograms=false'], scrape: false },
+  { name: 'metrics, no scrape', args: CASES[1].args, scrape: false },
+  CASES[3],
+];
 
 function load(url, body, duration) {
   return postLoad(url, body, { connections: CONNECTIONS, duration });
@@ -104,7 +121,7 @@ function observerNsPerRequest(config) {
 }
 
 async function main() {
-  const cases = FLAGS.has('--identical') ? IDENTICAL : CASES;
+  const cases = FLAGS.has('--identical') ? IDENTICAL : FLAGS.has('--scrape-check') ? SCRAPE_CHECK : FLAGS.has('--observer-check') ? OBSERVER_CHECK : CASES;
   const startOnce = FLAGS.has('--start-once');
   console.log(
     `bench/metrics-overhead: ${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds per case, ` +
