@@ -44,8 +44,12 @@ const FLAGS = new Set(process.argv.slice(2).filter((a) => a.startsWith('--')));
 const SECONDS = Number(ARGS[0] || 3);
 const ROUNDS = Number(ARGS[1] || 8);
 const CONNECTIONS = 16;
-/** Seconds of load each fresh server gets before it is measured. */
-const WARMUP_S = 2;
+/**
+ * Seconds of load each fresh server gets before it is measured (env NEREID_BENCH_WARMUP_S, default
+ * 8): with 2 s the metrics servers were still 14-17 % costlier per request than 'off' on a quiet
+ * machine, with 8 s within 3 % (bench/RESULTS.md).
+ */
+const WARMUP_S = Number(process.env.NEREID_BENCH_WARMUP_S || 8);
 
 /**
  * The cases, the first one the baseline. Each is a Nereid started with `args`; `scrape` fetches
