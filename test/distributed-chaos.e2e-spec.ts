@@ -223,11 +223,14 @@ describe('distributed mode under chaos: 2 gateways, 2 schedulers, 2 workers, 16 
     expect(bad.slice(0, 20).map((o) => describeOutcome(o, t0))).toEqual([]);
 
     // The load went on after each fault: right answers came again within seconds of the fault (of
-    // Redis's return), and kept coming until the end of the phase.
+    // Redis's return), and kept coming until the end of the phase. A longest gap under a second is
+    // no stall (answers kept coming; a CI run's longest was 103 ms, 6 s after a worker's kill, and
+    // failed when its end was taken for the end of a stall).
     for (const f of faults) {
       const gap = longestGap(outcomes, f.at, f.until);
-      const resumed = gap.end - (f.repairedAt ?? f.at);
-      expect([f.name, gap.end < f.until, resumed < 6000]).toEqual([f.name, true, true]);
+      const stalled = gap.end - gap.start >= 1000;
+      const resumed = stalled ? gap.end - (f.repairedAt ?? f.at) : 0;
+      expect([f.name, !stalled || gap.end < f.until, resumed < 6000]).toEqual([f.name, true, true]);
     }
     expect(leftovers.workQueues.length).toBeGreaterThan(0);
     for (const ttl of leftovers.workQueues.map(([, t]) => t)) {
