@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { roleReady, startRole, type RoleProcess } from './helpers/cluster-roles';
+import { roleReady, startRole, stopCluster, type RoleProcess } from './helpers/cluster-roles';
 import type { Msg } from './helpers/grpc-client';
 import { sleep } from './helpers/poll';
 import { startRedis, type RedisServer } from './helpers/redis-server';
@@ -29,9 +29,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(roles.map((r) => r.kill()));
-  await redis?.stop();
-  if (repo) fs.rmSync(repo, { recursive: true, force: true });
+  await stopCluster(roles, redis, repo);
 });
 
 async function start(role: string): Promise<RoleProcess> {

@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import Redis from 'ioredis';
-import { roleId, roleReady, startRole, type RoleProcess } from './helpers/cluster-roles';
+import { roleId, roleReady, startRole, stopCluster, type RoleProcess } from './helpers/cluster-roles';
 import { sleep, until } from './helpers/poll';
 import { startRedis, type RedisServer } from './helpers/redis-server';
 import { ROOT } from './helpers/server';
@@ -48,9 +48,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (process.env.CHAOS_DUMP) roles.forEach((r, i) => fs.writeFileSync(`${process.env.CHAOS_DUMP}.${i}.${r.role}.log`, r.log()));
-  await Promise.all(roles.map((r) => r.kill()));
-  await redis?.stop();
-  if (repo) fs.rmSync(repo, { recursive: true, force: true });
+  await stopCluster(roles, redis, repo);
 });
 
 async function start(role: string): Promise<RoleProcess> {

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import Redis from 'ioredis';
-import { roleId, roleReady, startRole, type RoleProcess } from './helpers/cluster-roles';
+import { roleId, roleReady, startRole, stopCluster, type RoleProcess } from './helpers/cluster-roles';
 import type { Msg } from './helpers/grpc-client';
 import { sleep, until } from './helpers/poll';
 import { startRedis, type RedisServer } from './helpers/redis-server';
@@ -37,9 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   conn?.disconnect();
-  await Promise.all(roles.map((r) => r.kill()));
-  await redis?.stop();
-  if (repo) fs.rmSync(repo, { recursive: true, force: true });
+  await stopCluster(roles, redis, repo);
 });
 
 async function start(role: string): Promise<RoleProcess> {

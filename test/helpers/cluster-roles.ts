@@ -4,6 +4,7 @@
  * for their readiness.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
 import { freePort, MAIN } from './built-server';
 
 /**
@@ -87,4 +88,11 @@ export async function roleId(r: RoleProcess, kind: 'gateway' | 'scheduler' | 'wo
     if (Date.now() > deadline) throw new Error(`${r.role} logged no ${kind} id within ${deadlineMs} ms: ${r.log()}`);
     await new Promise((res) => setTimeout(res, 50));
   }
+}
+
+/** A test's teardown: kills its role processes, stops its Redis and removes its repository folder. */
+export async function stopCluster(roles: RoleProcess[], redis: { stop(): Promise<void> } | undefined, repo: string | undefined): Promise<void> {
+  await Promise.all(roles.map((r) => r.kill()));
+  await redis?.stop();
+  if (repo) fs.rmSync(repo, { recursive: true, force: true });
 }
