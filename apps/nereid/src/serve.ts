@@ -1,5 +1,5 @@
 import type { BackendRegistry } from '@nereid/backends';
-import { ModelRepositoryManager, NereidCore, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
+import { ModelRepositoryManager, NereidCore, nativeHelpersOffLine, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
 import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import { startHttpServer, startGrpcServer, TokenStore, type BodyBudget } from '@nereid/gateway';
 import { RemoteRepositories } from '@nereid/repository';
@@ -86,6 +86,9 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     log_format: options.logFormat,
   };
   const logger = new ServerLogger(logSettings, options.accessLog);
+  // Once: which optional native helpers (native/, built by npm run build) this server runs without.
+  const nativeOff = nativeHelpersOffLine();
+  if (nativeOff) logger.log('info', nativeOff);
   const tracer = tracerOf(options.trace, logger.log);
   // Cloud repositories (s3://, gs://, as://) are served from local copies, synced before each scan.
   // In poll mode a poll's scan and the loads it starts share one listing; an explicit load always lists.

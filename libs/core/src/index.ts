@@ -2,6 +2,7 @@ export * from './buffer-pool';
 export * from './core';
 export * from './config-pipeline';
 export * from './model-manager';
+export * from './native';
 export * from './nereid-core';
 export * from './repository-api';
 export * from './repository-api-words';
