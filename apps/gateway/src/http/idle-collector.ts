@@ -1,5 +1,6 @@
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
+import { loadNativeAddon } from '@nereid/core';
 
 /**
  * One full garbage collection once a burst of buffer garbage is over, so that its memory goes back
@@ -14,14 +15,29 @@ import * as vm from 'node:vm';
  * left and barely moved since the previous sample (the burst is over, nothing is allocating), it
  * collects once. A server under steady load never qualifies (its buffers move between samples), and
  * one collection resets the mark, so a quiet server is collected at most once per burst.
+ *
+ * glibc keeps most of what the collection frees: it returns memory to the system on free() only
+ * from the top of its heap, and live allocations made after the burst pin that top. So after the
+ * collection this calls `malloc_trim(0)` (native/malloc-trim), which returns the free pages inside the
+ * heap. It runs at the next sample, not at once: V8 frees the collected array buffers' memory on a
+ * background thread, and a trim right after gc() found most of it not yet freed in some runs. It runs
+ * only if the server is still quiet then (under load the memory is reused anyway), so at most once per
+ * burst; it costs tens of ms per hundred MB returned (bench/RESULTS.md, bench/attack-load). Without the
+ * addon (no C toolchain at build time) the collection runs alone.
  */
 export class IdleCollector {
   private timer: ReturnType<typeof setInterval> | undefined;
   /** The sample after the last collection (or at start). */
   private floor: number;
   private previous = -1;
+  private readonly trim: (() => boolean) | undefined;
+  /** A collection ran at the previous sample: trim at this one if still quiet. */
+  private trimDue = false;
   /** Collections run so far. */
   collections = 0;
+  /** Trims run so far, and how long the last one took (ms). */
+  trims = 0;
+  lastTrimMs = 0;
 
   constructor(
     private readonly options: {
@@ -32,9 +48,15 @@ export class IdleCollector {
       sample?: () => number;
       /** A full collection (default: V8's gc(), made reachable once). */
       collect?: () => void;
+      /**
+       * Returns the allocator's free memory to the system after a collection; true when some went back
+       * (default: native/malloc-trim's `trim()` when built, else none; null: none).
+       */
+      trim?: (() => boolean) | null;
     },
   ) {
     this.floor = this.sample();
+    this.trim = options.trim === undefined ? defaultTrim() : (options.trim ?? undefined);
   }
 
   start(): this {
@@ -49,19 +71,32 @@ export class IdleCollector {
     this.timer = undefined;
   }
 
-  /** One sample (the timer's work; tests call it directly). True when it collected. */
+  /** One sample (the timer's work; tests call it directly). True when it collected (the trim follows at the next one). */
   tick(): boolean {
     const now = this.sample();
     // Light traffic (a health probe, a metrics scrape) moves it a little; a burst moves it a lot.
     const quiet = Math.abs(now - this.previous) <= this.options.thresholdBytes / 16;
     this.previous = now;
     if (now < this.floor) this.floor = now;
+    if (this.trimDue) {
+      this.trimDue = false;
+      if (quiet) this.trimNow();
+    }
     if (!quiet || now - this.floor < this.options.thresholdBytes) return false;
     (this.options.collect ?? fullGc())();
     this.collections++;
+    this.trimDue = this.trim !== undefined;
     this.floor = this.sample();
     this.previous = this.floor;
     return true;
+  }
+
+  /** Gives the allocator's free pages back (what the last collection freed is there by now). */
+  private trimNow(): void {
+    const started = performance.now();
+    this.trim!();
+    this.lastTrimMs = performance.now() - started;
+    this.trims++;
   }
 
   private sample(): number {
@@ -71,6 +106,12 @@ export class IdleCollector {
     const m = process.memoryUsage();
     return m.heapUsed + m.external;
   }
+}
+
+/** native/malloc-trim's trim(), or undefined where it was not built. */
+function defaultTrim(): (() => boolean) | undefined {
+  const addon = loadNativeAddon<{ trim(): boolean }>('malloc-trim');
+  return addon && (() => addon.trim());
 }
 
 let gc: (() => void) | undefined;
