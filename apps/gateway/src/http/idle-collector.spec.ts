@@ -6,7 +6,7 @@ const MB = 1024 * 1024;
 
 /** A collector over a made-up count of array buffer bytes; a collection drops it to `left`. */
 function setup(start: number, left = start) {
-  const state = { bytes: start, collections: 0, trims: 0 };
+  const state = { bytes: start, collections: 0, trims: 0, rss: 200 * MB };
   const collector = new IdleCollector({
     thresholdBytes: 32 * MB,
     intervalMs: 1000,
@@ -19,8 +19,10 @@ function setup(start: number, left = start) {
       // Only ever right after a collection.
       expect(state.trims).toBe(state.collections - 1);
       state.trims++;
+      state.rss = 200 * MB;
       return true;
     },
+    rss: () => state.rss,
   });
   return { state, collector };
 }
@@ -56,6 +58,35 @@ describe('IdleCollector', () => {
     expect(state.collections).toBe(0);
     // No trim on a server under load either: it runs only after an idle collection.
     expect(state.trims).toBe(0);
+  });
+
+  it('trims a quiet server whose RSS grew past the threshold without a collection (V8 collected the garbage itself), once', () => {
+    const state = { bytes: 10 * MB, rss: 200 * MB, trims: 0, collections: 0 };
+    const collector = new IdleCollector({
+      thresholdBytes: 32 * MB,
+      intervalMs: 1000,
+      sample: () => state.bytes,
+      collect: () => state.collections++,
+      // A trim that finds nothing to return: RSS stays.
+      trim: () => (state.trims++, false),
+      rss: () => state.rss,
+    });
+    collector.tick();
+    state.rss = 300 * MB; // the heap and external memory did not grow: nothing for a collection to do
+    expect(collector.tick()).toBe(false);
+    expect(state.trims).toBe(1);
+    expect(state.collections).toBe(0);
+    // RSS after that trim is the new mark: no trim again for it.
+    for (let i = 0; i < 5; i++) collector.tick();
+    expect(state.trims).toBe(1);
+    // Nor while busy, whatever RSS does.
+    state.rss = 400 * MB;
+    for (let i = 0; i < 6; i++) {
+      state.bytes = (i % 2 === 0 ? 30 : 15) * MB;
+      collector.tick();
+    }
+    expect(state.trims).toBe(1);
+    expect(state.collections).toBe(0);
   });
 
   it('drops the trim when the server is busy again by the next sample', () => {

@@ -22,8 +22,11 @@ import { loadNativeAddon } from '@nereid/core';
  * heap. It runs at the next sample, not at once: V8 frees the collected array buffers' memory on a
  * background thread, and a trim right after gc() found most of it not yet freed in some runs. It runs
  * only if the server is still quiet then (under load the memory is reused anyway), so at most once per
- * burst; it costs tens of ms per hundred MB returned (bench/RESULTS.md, bench/attack-load). Without the
- * addon (no C toolchain at build time) the collection runs alone.
+ * burst; it costs tens of ms per hundred MB returned (bench/RESULTS.md, bench/attack-load). V8 may also
+ * have collected the burst's garbage itself (under heap pressure), leaving nothing for this collection
+ * to do but the freed memory in glibc: so a quiet server whose RSS grew `thresholdBytes` past what it
+ * was after the last trim is trimmed without a collection (a trim with nothing to return costs <1 ms,
+ * and resets that mark). Without the addon (no C toolchain at build time) the collection runs alone.
  */
 export class IdleCollector {
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -33,6 +36,8 @@ export class IdleCollector {
   private readonly trim: (() => boolean) | undefined;
   /** A collection ran at the previous sample: trim at this one if still quiet. */
   private trimDue = false;
+  /** RSS after the last trim (or at start, or the lowest since). */
+  private rssFloor: number;
   /** Collections run so far. */
   collections = 0;
   /** Trims run so far, and how long the last one took (ms). */
@@ -53,10 +58,13 @@ export class IdleCollector {
        * (default: native/malloc-trim's `trim()` when built, else none; null: none).
        */
       trim?: (() => boolean) | null;
+      /** The process's resident memory, bytes (default: process.memoryUsage.rss()). */
+      rss?: () => number;
     },
   ) {
     this.floor = this.sample();
     this.trim = options.trim === undefined ? defaultTrim() : (options.trim ?? undefined);
+    this.rssFloor = this.trim ? this.rss() : 0;
   }
 
   start(): this {
@@ -78,11 +86,19 @@ export class IdleCollector {
     const quiet = Math.abs(now - this.previous) <= this.options.thresholdBytes / 16;
     this.previous = now;
     if (now < this.floor) this.floor = now;
+    const rss = this.trim ? this.rss() : 0;
+    if (rss < this.rssFloor) this.rssFloor = rss;
     if (this.trimDue) {
       this.trimDue = false;
       if (quiet) this.trimNow();
+      return false;
     }
-    if (!quiet || now - this.floor < this.options.thresholdBytes) return false;
+    if (!quiet) return false;
+    if (now - this.floor < this.options.thresholdBytes) {
+      // Garbage V8 collected by itself leaves glibc's free memory behind just the same.
+      if (this.trim && rss - this.rssFloor >= this.options.thresholdBytes) this.trimNow();
+      return false;
+    }
     (this.options.collect ?? fullGc())();
     this.collections++;
     this.trimDue = this.trim !== undefined;
@@ -97,6 +113,11 @@ export class IdleCollector {
     this.trim!();
     this.lastTrimMs = performance.now() - started;
     this.trims++;
+    this.rssFloor = this.rss();
+  }
+
+  private rss(): number {
+    return this.options.rss ? this.options.rss() : process.memoryUsage.rss();
   }
 
   private sample(): number {
