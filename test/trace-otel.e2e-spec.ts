@@ -8,101 +8,32 @@
  * over HTTP (header) and gRPC (metadata): InferRequest → model span → compute span, and an
  * ensemble's step under its ensemble.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { freePort, MAIN } from './helpers/built-server';
-import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { call, inferenceClient, type Client } from './helpers/grpc-client';
+import { attr, hex, startOtelServer, startOtlpReceiver, type OtelServer, type OtlpReceiver } from './helpers/otel-server';
+import { waitFor } from './helpers/poll';
 import { makeRepository, MODELS, postJson, ROOT } from './helpers/server';
-interface Span {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  events?: { name: string }[];
-  attributes?: { key: string; value: Msg }[];
-}
 
 const FIX = path.join(ROOT, 'test/fixtures/python');
 
-/** A minimal OTLP/HTTP collector: every span of every POST /v1/traces. */
-function startReceiver(): Promise<{ url: string; spans: Span[]; posts: string[]; resources: Msg[]; close(): Promise<void> }> {
-  const spans: Span[] = [];
-  const resources: Msg[] = [];
-  const posts: string[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      posts.push(`${req.method} ${req.url} ${req.headers['content-type']}`);
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Msg;
-      for (const rs of body.resourceSpans ?? []) {
-        resources.push(...(rs.resource?.attributes ?? []));
-        for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans as Span[]));
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      resolve({ url: `http://127.0.0.1:${port}/v1/traces`, spans, posts, resources, close: () => new Promise((r) => server.close(() => r())) });
-    }),
-  );
-}
-
-async function waitFor<T>(what: string, get: () => T | undefined | Promise<T | undefined>, tries = 200): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = await get();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-const attr = (s: Span, key: string) => s.attributes?.find((a) => a.key === key)?.value;
-const hex = (n: number) => Array.from({ length: n }, () => Math.floor(Math.random() * 16).toString(16)).join('');
-
 describe('trace extension: OpenTelemetry export', () => {
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let child: ChildProcess | undefined;
+  let receiver: OtlpReceiver;
+  let server: OtelServer;
   let client: Client;
-  const server = { http: '' };
 
   beforeAll(async () => {
-    receiver = await startReceiver();
+    receiver = await startOtlpReceiver();
     const repo = makeRepository({
       simple: path.join(MODELS, 'simple'), slow_scale: path.join(FIX, 'slow_scale'), ensemble_flat: path.join(FIX, 'ensemble_flat'),
       bls_traced: path.join(FIX, 'bls_traced'), add_sub: path.join(MODELS, 'add_sub'),
     });
-    const [httpPort, grpcPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
-    child = spawn(process.execPath, [
-      MAIN, 'serve', '--model-repository', repo,
-      '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1',
-      '--http-port', String(httpPort), '--grpc-port', String(grpcPort), '--metrics-port', String(metricsPort),
-      '--log-info', 'false',
-      '--trace-config', 'mode=opentelemetry', '--trace-config', 'level=TIMESTAMPS', '--trace-config', 'rate=0',
-      '--trace-config', `opentelemetry,url=${receiver.url}`, '--trace-config', 'opentelemetry,bsp_schedule_delay=50',
-      '--trace-config', 'opentelemetry,resource=service.name=nereid-e2e',
-    ], { stdio: ['ignore', 'inherit', 'inherit'] });
-    server.http = `http://127.0.0.1:${httpPort}`;
-    await waitFor('the server to be ready', async () => {
-      if (child!.exitCode !== null) throw new Error(`the server exited (${child!.exitCode}): run 'npm run build' first`);
-      const r = await fetch(`${server.http}/v2/health/ready`).catch(() => undefined);
-      return r?.status === 200 ? true : undefined;
-    }, 1600);
-    client = inferenceClient(grpcPort);
+    server = await startOtelServer(repo, receiver.url, ['--trace-config', 'opentelemetry,resource=service.name=nereid-e2e']);
+    client = inferenceClient(server.grpcPort);
   }, 60_000);
   afterAll(async () => {
     client?.close();
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child!.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await server?.stop();
     await receiver?.close();
   });
 

@@ -10,3 +10,13 @@ export async function until(what: string, check: () => boolean | Promise<boolean
     await sleep(20);
   }
 }
+
+/** Resolves with what `get` returns once it is not undefined (looked at every 25 ms); fails after `tries` looks, naming `what`. */
+export async function waitFor<T>(what: string, get: () => T | undefined | Promise<T | undefined>, tries = 200): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const v = await get();
+    if (v !== undefined) return v;
+    await sleep(25);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

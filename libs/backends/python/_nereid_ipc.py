@@ -16,8 +16,9 @@ JSON objects. Positional forms:
   `{}`), or an object `{"m": message, "c": TritonError code}` for an error;
 - EXECUTE (server -> stub): `[batch id, [request, ...]]`, a request being
   `[id, correlation id, flags, parameters JSON text, requested output names or null, timeout µs,
-  [input descriptors]]`; the correlation id is a number, a string (string ids), or `[digits]` for
-  an integer beyond 2^53;
+  [input descriptors], trace context or null]`; the correlation id is a number, a string (string
+  ids), or `[digits]` for an integer beyond 2^53; the trace context is what
+  `request.trace().get_context()` returns (OpenTelemetry mode, traced requests only);
 - EXECUTE_DONE (stub -> server): `[batch id, [entry or null per request]]` (null: the request is
   answered through its response sender instead), plus a third element `[request index, ...]`
   naming the requests that were not executed (cancelled before `execute` began) when there are

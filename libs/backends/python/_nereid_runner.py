@@ -161,13 +161,13 @@ class ModelRunner:
         conn = self._conn
         received = InferenceRequest._received
         requests = []
-        for index, (request_id, cid, flags, params, outputs, timeout, descs) in enumerate(wire_requests):
+        for index, (request_id, cid, flags, params, outputs, timeout, descs, context) in enumerate(wire_requests):
             inputs, mapped = decode_tensors(conn, descs, blob)
             if type(cid) is list:  # an integer beyond 2^53, as decimal digits
                 cid = int(cid[0])
             requests.append(received(
                 (batch, index), request_id, cid, inputs, mapped, None if outputs is None else set(outputs),
-                flags, timeout, params))
+                flags, timeout, params, context))
         return requests
 
     def _call_execute(self, requests):

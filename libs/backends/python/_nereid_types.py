@@ -40,12 +40,16 @@ class PreferredMemory:
 
 
 class InferenceTrace:
+    """A request's trace. Its context is the JSON text of the W3C headers (`traceparent`, maybe
+    `tracestate`) of the request's model span when the request is traced in OpenTelemetry mode, so
+    that a model can continue the trace; None otherwise (Triton mode, or not traced)."""
+
     def __init__(self, context=None):
         self._context = context
         self._key = None  # (batch id, index) of the received request whose trace this is (BLS children)
 
     def get_context(self):
-        return self._context
+        return self._context or None
 
 
 class InferenceResponse:
@@ -153,6 +157,7 @@ class InferenceRequest:
     _key = None  # (batch id, index) for received requests
     _preferred_memory = None
     _trace = None
+    _trace_context = None  # what the request's trace().get_context() returns (OpenTelemetry mode)
     _alias_inputs = ()  # received inputs that map shared memory: outputs may refer to them (see encode_tensors)
 
     def __init__(self, request_id="", correlation_id=0, inputs=None, requested_output_names=None,
@@ -187,9 +192,12 @@ class InferenceRequest:
         self._key = None  # (batch id, index) for received requests
 
     @classmethod
-    def _received(cls, key, request_id, correlation_id, inputs, mapped, outputs, flags, timeout, parameters):
+    def _received(cls, key, request_id, correlation_id, inputs, mapped, outputs, flags, timeout, parameters,
+                  trace_context):
         request = _new_object(cls)
         request._key = key
+        if trace_context is not None:
+            request._trace_context = trace_context
         request._id = request_id
         request._correlation_id = correlation_id
         request._inputs = inputs
@@ -227,7 +235,7 @@ class InferenceRequest:
 
     def trace(self):
         if self._trace is None:
-            self._trace = InferenceTrace()
+            self._trace = InferenceTrace(self._trace_context)
             self._trace._key = self._key  # a BLS request given it is traced as this request's child
         return self._trace
 

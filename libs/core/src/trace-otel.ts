@@ -25,6 +25,18 @@ const TOP_EVENTS = new Set(['HTTP_RECV_START', 'HTTP_RECV_END', 'HTTP_SEND_START
 const COMPUTE_EVENTS = new Set(['COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END']);
 
 /**
+ * A span's W3C trace context as Triton hands it to a backend: a JSON object of the headers that
+ * propagate it, `traceparent` and, when not empty, `tracestate`.
+ */
+function propagationHeaders(span: Span): string {
+  const c = span.spanContext();
+  const headers: Record<string, string> = { traceparent: `00-${c.traceId}-${c.spanId}-${(c.traceFlags & 0xff).toString(16).padStart(2, '0')}` };
+  const state = c.traceState?.serialize();
+  if (state) headers.tracestate = state;
+  return JSON.stringify(headers);
+}
+
+/**
  * OpenTelemetry mode: each traced request becomes Triton's spans, exported over OTLP/HTTP by a
  * batch span processor: a top-level span for the front door's part (continuing the client's W3C
  * `traceparent`), a span for the model (an ensemble step's is a child of its ensemble's) and a
@@ -81,6 +93,7 @@ export class OtelTraceSink implements TraceSink {
     const model = this.tracer.startSpan(trace.modelName, { startTime: epochMs(performance.now()), attributes }, parentContext);
     const spans: Spans = { top, model };
     trace.spans = spans;
+    trace.context = propagationHeaders(model);
   }
 
   finished(trace: CoreTrace): void {

@@ -56,6 +56,8 @@ export class CoreTrace implements RequestTrace {
   readonly tensorRecords: TensorRecord[] = [];
   /** Set by an OpenTelemetry sink: its spans for this request. */
   spans?: unknown;
+  /** Set by an OpenTelemetry sink: the model span's propagation headers (see RequestTrace.context). */
+  context?: string;
   private holds: number;
   private written = false;
 

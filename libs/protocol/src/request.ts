@@ -85,6 +85,13 @@ export interface RequestTrace {
   mark(name: string, at?: number): void;
   /** The front door has sent the last response: once the core is done too, the trace is written. */
   release(): void;
+  /**
+   * OpenTelemetry mode: the W3C propagation headers of the request's model span as a JSON object's
+   * text (`{"traceparent":"00-…"}`, plus `tracestate` when there is one), so that a model can
+   * continue the trace (Triton's `TRITONSERVER_InferenceTraceContext`, python's
+   * `request.trace().get_context()`). Undefined in Triton mode.
+   */
+  readonly context?: string;
 }
 
 /** Whether the client of `request` has gone away (see `InferenceRequest.cancelled`). */

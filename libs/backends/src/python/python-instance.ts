@@ -199,11 +199,14 @@ export class PythonModelInstance implements ModelInstance {
     this.batches.clear();
   }
 
-  /** `[id, correlation id, flags, parameters JSON, requested outputs or null, timeout µs, inputs]` (see _nereid_ipc). */
+  /**
+   * `[id, correlation id, flags, parameters JSON, requested outputs or null, timeout µs, inputs,
+   * trace context or null]` (see _nereid_ipc).
+   */
   private requestHeader(r: InferenceRequest, descs: WireTensor[]): unknown[] {
     const out = r.outputs ? r.outputs.map((o) => o.name) : this.configOutputs;
     const flags = (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0);
-    return [r.id, correlationId(r.sequenceId), flags, parametersJson(r.parameters), out, r.timeoutUs, descs];
+    return [r.id, correlationId(r.sequenceId), flags, parametersJson(r.parameters), out, r.timeoutUs, descs, r.trace?.context ?? null];
   }
 
   private async ensureReady(): Promise<void> {

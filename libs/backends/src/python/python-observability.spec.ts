@@ -1,7 +1,7 @@
 import type { InferenceRequest, InferenceResponse, RequestTrace } from '@nereid/protocol';
 import type { InferFn, LoadContext, ModelInstance } from '../backend';
 import { PythonBackend } from './python-backend';
-import { config, f32, FIXTURES, loadContext, MODELS, request, run, values } from './testing';
+import { config, f32, FIXTURES, i32, loadContext, MODELS, request, run, text, values } from './testing';
 
 const backend = new PythonBackend();
 const io = (name: string, dims = [4]): [string, string, number[]] => [name, 'TYPE_FP32', dims];
@@ -70,5 +70,21 @@ describe('PythonBackend: what a model logs and calls, tied to its requests', () 
     seen.length = 0;
     await run(inst, [request('bls_traced', [f32('INPUT0', [1, 1, 1, 1]), f32('INPUT1', [1, 1, 1, 1])], { id: 'q' })]);
     expect(seen.map((r) => r.parentTrace)).toEqual([null, null, null]);
+  });
+
+  it("gives request.trace().get_context() the trace's context (OpenTelemetry), and None to a request without one", async () => {
+    const cfg = config('trace_context', [['IN', 'TYPE_INT32', [1]]], [['CONTEXT', 'TYPE_STRING', [1]], ['HAS_CONTEXT', 'TYPE_BOOL', [1]]]);
+    const inst = await backend.loadInstance(loadContext(FIXTURES, cfg));
+    loaded.push(inst);
+    const context = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}';
+    const otel: RequestTrace = { ...trace(), context };
+    // One batch: traced in OpenTelemetry mode, traced in Triton mode (no context), not traced.
+    const sinks = await run(inst, [
+      request('trace_context', [i32('IN', [1])], { trace: otel }),
+      request('trace_context', [i32('IN', [2])], { trace: trace() }),
+      request('trace_context', [i32('IN', [3])]),
+    ]);
+    expect(sinks.map((s) => text(s.output('CONTEXT')))).toEqual([[context], [''], ['']]);
+    expect(sinks.map((s) => values(s.output('HAS_CONTEXT')))).toEqual([[1], [0], [0]]);
   });
 });
