@@ -18,6 +18,14 @@ if (!args.has('--install')) {
     warnings.push(`${py} with numpy was not found: Python models (backend "python") will fail to load. ` +
       'Install python3 and numpy (e.g. apt-get install python3-numpy) or set NEREID_PYTHON.');
   }
+  // Optional: native/'s addons (scripts/build-native.js) need make and a C compiler; without them
+  // Nereid runs, but e.g. memory freed after a burst of requests stays with the C allocator.
+  const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+  if (process.env.NEREID_SKIP_NATIVE !== '1' && (!has('make') || !(has('cc') || has('gcc') || has('clang')))) {
+    warnings.push('make and a C compiler were not found: the optional native helpers (native/) are not built, and ' +
+      'Nereid runs without them (memory freed after a burst stays with the C allocator). Install them ' +
+      '(e.g. apt-get install g++ make) and run npm run build.');
+  }
   if (args.has('--redis') && !process.env.REDIS_URL) {
     const rs = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
     if (rs.error || rs.status !== 0) {

@@ -11,7 +11,10 @@
 // within 20% of idle. `npm run build` first.
 //
 //   node bench/attack-load/run.js [--phase-secs 10] [--fd-limit 1024] [--repo ./models]
-//                                 [--only pipelining,bombs,half-open] [-- <serve flags>]
+//                                 [--only pipelining,bombs,half-open] [--compare-native [rounds]] [-- <serve flags>]
+//
+// --compare-native runs the server alternately without its native helpers (NEREID_NATIVE=0: no
+// malloc_trim after the idle collection) and with them, `rounds` times each (1), and prints both.
 //
 // --fd-limit starts the server under that open-file limit (soft and hard), as on a host whose
 // limit is 1024: the server must refuse connections beyond what its descriptors allow.
@@ -44,13 +47,13 @@ function rssMb(pid) {
   }
 }
 
-async function startServer({ repo, fdLimit, extra }) {
+async function startServer({ repo, fdLimit, extra, env }) {
   const ports = { http: await freePort(), grpc: await freePort(), metrics: await freePort() };
   const args = ['serve', '--model-repository', repo, '--http-port', String(ports.http), '--grpc-port', String(ports.grpc),
     '--metrics-port', String(ports.metrics), '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1', '--log-info=false', ...extra];
   // sh execs bin/nereid, which execs node: the child's pid is the server's.
   const script = fdLimit ? `ulimit -n ${fdLimit} && exec "$0" "$@"` : 'exec "$0" "$@"';
-  const child = spawn('sh', ['-c', script, BIN, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn('sh', ['-c', script, BIN, ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
   await waitFor(`http://127.0.0.1:${ports.http}/v2/health/ready`, 60000);
   return { child, pid: child.pid, port: ports.http, stop: () => stop(child) };
 }
@@ -168,7 +171,7 @@ async function halfOpenAttack(port, phaseMs) {
 async function runAttackLoad(options = {}) {
   const phaseMs = options.phaseMs ?? 10000;
   const log = options.log ?? console.log;
-  const server = await startServer({ repo: options.repo ?? path.join(ROOT, 'models'), fdLimit: options.fdLimit, extra: options.extra ?? [] });
+  const server = await startServer({ repo: options.repo ?? path.join(ROOT, 'models'), fdLimit: options.fdLimit, extra: options.extra ?? [], env: options.env });
   try {
     // Warm-up: the model's first runs, the first connections, then idle.
     for (let i = 0; i < (options.warmup ?? 200); i++) await fetch(`http://127.0.0.1:${server.port}${INFER_PATH}`, { method: 'POST', body: INFER_BODY });
@@ -240,6 +243,24 @@ async function runAttackLoad(options = {}) {
   }
 }
 
+/** Without and with the native helpers, alternately: where RSS settles after the attacks. */
+async function compareNative(options, rounds) {
+  const runs = { without: [], with: [] };
+  for (let i = 0; i < rounds; i++) {
+    for (const [key, env] of [['without', { NEREID_NATIVE: '0' }], ['with', {}]]) {
+      console.log(`--- ${key} native helpers${key === 'without' ? ' (NEREID_NATIVE=0)' : ''}, round ${i + 1}`);
+      runs[key].push(await runAttackLoad({ ...options, env }));
+    }
+  }
+  const show = (r) => `idle ${fmt(r.idleMb, 1)} MB, peak ${fmt(r.peakRatio, 2)}x, after ${fmt(r.afterRatio, 2)}x in ${fmt(r.settleMs / 1000, 1)} s, normal ${r.normalOk} ok / ${r.normalFailures} failed`;
+  console.log('--- summary (RSS after the attacks, x idle; limit 1.2x)');
+  for (let i = 0; i < rounds; i++) {
+    console.log(`round ${i + 1}: without ${show(runs.without[i])}`);
+    console.log(`         with    ${show(runs.with[i])}  (after: ${fmt(runs.with[i].afterRatio / runs.without[i].afterRatio, 2)}x of without)`);
+  }
+  return runs.with.every((r) => r.holds);
+}
+
 module.exports = { runAttackLoad };
 
 if (require.main === module) {
@@ -255,8 +276,11 @@ if (require.main === module) {
   const dash = argv.indexOf('--');
   const extra = dash === -1 ? [] : argv.slice(dash + 1);
   const only = arg('--only')?.split(',');
-  runAttackLoad({ phaseMs: phaseSecs * 1000, fdLimit, repo, extra, only }).then(
-    (r) => process.exit(r.holds ? 0 : 1),
+  const options = { phaseMs: phaseSecs * 1000, fdLimit, repo, extra, only };
+  const compare = argv.indexOf('--compare-native');
+  const rounds = compare === -1 ? 0 : Number(/^\d+$/.test(argv[compare + 1] ?? '') ? argv[compare + 1] : 1);
+  (rounds > 0 ? compareNative(options, rounds) : runAttackLoad(options).then((r) => r.holds)).then(
+    (holds) => process.exit(holds ? 0 : 1),
     (e) => {
       console.error(e);
       process.exit(2);
