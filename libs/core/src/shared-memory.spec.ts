@@ -1,7 +1,11 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { loadNativeAddon } from './native';
 import { shmKeyFile, SystemSharedMemory } from './shared-memory';
+
+/** Whether native/shm-map is built here (npm run build with a C toolchain). */
+const MAPPED = loadNativeAddon('shm-map') !== undefined;
 
 /** Real POSIX shared memory objects under /dev/shm, as a client's shm_open creates them. */
 const DIR = '/dev/shm';
@@ -44,7 +48,11 @@ describe('shmKeyFile', () => {
   );
 });
 
-describe('SystemSharedMemory', () => {
+// Every case with regions mapped (when the addon is built) and with positional reads and writes.
+describe.each([
+  ['mapped', { mapRegions: true }],
+  ['positional I/O', { mapRegions: false }],
+])('SystemSharedMemory (%s)', (_, mode) => {
   it('refuses registration while disabled, in Triton words, and lists no region', () => {
     const shm = new SystemSharedMemory({ enabled: false });
     const { key } = object(64);
@@ -56,7 +64,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it('registers, reads, writes, lists and unregisters a region', () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true });
     const { key, file } = object(64);
     fs.writeFileSync(file, Buffer.from(Array.from({ length: 64 }, (_, i) => i)));
     shm.register('r', key, 16, 32);
@@ -79,7 +87,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it("checks Triton's bounds at registration and at every use", () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true });
     const { key } = object(64);
     expect(errorOf(() => shm.register('big', key, 8, 64))).toMatchObject({
       code: 'INVALID_ARG',
@@ -102,7 +110,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it('never names the key in an error', () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true });
     const secret = `/nereid-spec-absent-${randomBytes(4).toString('hex')}`;
     for (const key of [secret, `${secret}/x`, '/triton_python_backend_shm_region_1', '/nereid-py-1-abc-n1']) {
       const e = errorOf(() => shm.register('r', key, 0, 8));
@@ -116,7 +124,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it('does not follow a link planted under /dev/shm, nor open what is not a file', () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true });
     const { file } = object(8);
     const link = `${file}-link`;
     fs.symlinkSync('/etc/hostname', link);
@@ -130,7 +138,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it('keeps the object it opened: an unlinked region still serves, a new file under its name is not read', () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true });
     const { key, file } = object(8);
     fs.writeFileSync(file, Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]));
     shm.register('r', key, 0, 8);
@@ -143,7 +151,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it('refuses a region whose object was truncated after registration', () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true });
     const { key, file } = object(64);
     shm.register('r', key, 0, 64);
     fs.truncateSync(file, 16);
@@ -159,7 +167,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it("a request's use: inputs read into pooled buffers reused after release, outputs bound, all let go at once", () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ enabled: true, mapRegions: false });
     const { key, file } = object(32);
     fs.writeFileSync(file, Buffer.from(Array.from({ length: 32 }, (_, i) => i)));
     shm.register('r', key, 0, 32);
@@ -182,7 +190,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it("bounds the bytes one request reads before allocating them (a sparse object may be huge)", () => {
-    const shm = new SystemSharedMemory({ enabled: true, maxInputBytes: 24 });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true, maxInputBytes: 24 });
     const { key, file } = object(0);
     fs.truncateSync(file, 1 << 40); // 1 TiB, sparse: costs nothing until read
     shm.register('huge', key, 0, 1 << 40);
@@ -199,7 +207,7 @@ describe('SystemSharedMemory', () => {
   });
 
   it('closes the descriptor only when the last request using an unregistered region is done', () => {
-    const shm = new SystemSharedMemory({ enabled: true });
+    const shm = new SystemSharedMemory({ ...mode, enabled: true });
     const { key, file } = object(8);
     shm.register('r', key, 0, 8);
     const slice = shm.slice('r', 0, 8);
@@ -213,5 +221,93 @@ describe('SystemSharedMemory', () => {
     shm.register('r', key, 0, 8);
     shm.close();
     expect(shm.status()).toEqual([]);
+  });
+});
+
+(MAPPED ? describe : describe.skip)('SystemSharedMemory with regions mapped (native/shm-map)', () => {
+  it('reads an input in place: the tensor is a view of the client pages, let go (detached) once unregistered and released', () => {
+    const shm = new SystemSharedMemory({ enabled: true });
+    const { key, file } = object(4096 + 64);
+    shm.register('r', key, 4096, 64);
+    const use = shm.use();
+    const input = use.readInput('r', 8, 16, 'IN');
+    expect(input.byteLength).toBe(16);
+    const fd = fs.openSync(file, 'r+');
+    fs.writeSync(fd, Uint8Array.from([5, 6, 7]), 0, 3, 4096 + 8); // the client writes after the read
+    fs.closeSync(fd);
+    expect([...input.subarray(0, 3)]).toEqual([5, 6, 7]);
+    use.bindOutput('OUT', 'r', 32, 32);
+    use.output('OUT')!.write(Uint8Array.from([1, 2]), 'OUT');
+    expect([...fs.readFileSync(file).subarray(4096 + 32, 4096 + 34)]).toEqual([1, 2]);
+    use.verifyInputs();
+    shm.unregister('r');
+    expect(input.byteLength).toBe(16); // still in use by the request
+    use.release();
+    expect(input.byteLength).toBe(0); // unmapped: no view reaches the range any more
+    shm.close();
+  });
+
+  it('survives an object truncated while an input is read in place: zeros, then the error, then a fresh mapping', () => {
+    const shm = new SystemSharedMemory({ enabled: true });
+    const size = 1 << 20;
+    const { key, file } = object(size);
+    fs.writeFileSync(file, Buffer.alloc(size, 3));
+    shm.register('r', key, 0, size);
+    const use = shm.use();
+    const input = use.readInput('r', 0, size, 'IN');
+    expect(input[size - 1]).toBe(3);
+    fs.truncateSync(file, 4096); // the client shrinks its object while "the model" reads the input
+    let sum = 0;
+    for (let i = 0; i < size; i += 4096) sum += input[i + 1]; // pages past the end: SIGBUS, handled
+    expect(sum).toBe(3); // the first page only
+    expect(errorOf(() => use.verifyInputs())).toMatchObject({
+      code: 'INVALID_ARG',
+      message: "Invalid offset + byte size for shared memory region: 'r': its object was truncated after it was registered",
+    });
+    use.release();
+    // While too small, every use is refused before touching it; grown back, the region serves again.
+    expect(errorOf(() => shm.use().readInput('r', 0, size, 'IN')).code).toBe('INVALID_ARG');
+    fs.truncateSync(file, size);
+    fs.writeFileSync(file, Buffer.alloc(size, 4));
+    const again = shm.use();
+    const fresh = again.readInput('r', 0, size, 'IN');
+    expect(fresh[size - 1]).toBe(4);
+    again.verifyInputs();
+    again.release();
+    shm.close();
+  });
+
+  it('answers an error for an output written while its object shrinks in another thread, and stays up', async () => {
+    const { Worker } = await import('node:worker_threads');
+    const shm = new SystemSharedMemory({ enabled: true });
+    const size = 8 << 20;
+    const { key, file } = object(size);
+    shm.register('r', key, 0, size);
+    // A thread that shrinks and regrows the object as fast as it can while outputs are written.
+    const worker = new Worker(
+      `const fs = require('node:fs'); const { workerData } = require('node:worker_threads');
+       const end = Date.now() + 3000; while (Date.now() < end) { fs.truncateSync(workerData.file, 4096); fs.truncateSync(workerData.file, workerData.size); }`,
+      { eval: true, workerData: { file, size } },
+    );
+    const done = new Promise((resolve) => worker.once('exit', resolve));
+    const bytes = new Uint8Array(size).fill(9);
+    const outcomes = { written: 0, truncated: 0 };
+    const end = Date.now() + 2500;
+    while (Date.now() < end) {
+      const use = shm.use();
+      use.bindOutput('OUT', 'r', 0, size);
+      try {
+        use.output('OUT')!.write(bytes, 'OUT');
+        outcomes.written++;
+      } catch (e) {
+        expect((e as Error).message).toContain('its object was truncated after it was registered');
+        outcomes.truncated++;
+      }
+      use.release();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await done;
+    expect(outcomes.truncated).toBeGreaterThan(0);
+    shm.close();
   });
 });

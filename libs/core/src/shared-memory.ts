@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SharedMemoryErrors as Errors } from '@nereid/protocol';
 import { BufferPool } from './buffer-pool';
+import { RegionMapping } from './shm-mapping';
 
 /** A registered system region as the status endpoints list it (Triton's JSON and proto field names). */
 export interface SystemRegionStatus {
@@ -46,11 +47,14 @@ function toSize(v: WireSize): number | undefined {
 /**
  * One registered region: an open file descriptor on the object, kept from registration on (a later
  * file under the same name is never what is read or written), and a count of its users. Unregister
- * drops the registry's use; the descriptor closes when the last request using the region is done,
- * so a descriptor number is never written through after it could have been reused.
+ * drops the registry's use; the descriptor closes (and the mapping goes) when the last request
+ * using the region is done, so a descriptor number is never written through after it could have
+ * been reused.
  */
 class SystemRegion {
   private users = 1;
+  /** The region mapped (see RegionMapping), made on first use; undefined while not (yet) mapped. */
+  private mapping: RegionMapping | undefined;
 
   constructor(
     readonly name: string,
@@ -58,6 +62,8 @@ class SystemRegion {
     readonly offset: number,
     readonly byteSize: number,
     readonly fd: number,
+    /** Whether to map the region (false: positional reads and writes only). */
+    private readonly map: boolean,
   ) {}
 
   hold(): void {
@@ -65,7 +71,28 @@ class SystemRegion {
   }
 
   drop(): void {
-    if (--this.users === 0) fs.closeSync(this.fd);
+    if (--this.users > 0) return;
+    this.retire(this.mapping);
+    fs.closeSync(this.fd);
+  }
+
+  /**
+   * The region's mapping, held for one more user (the caller drops it), or undefined. A mapping
+   * that saw its object truncated is replaced by a fresh one.
+   */
+  holdMapping(): RegionMapping | undefined {
+    if (!this.map) return undefined;
+    if (this.mapping?.truncated) this.retire(this.mapping);
+    this.mapping ??= RegionMapping.open(this.fd, this.offset, this.byteSize);
+    this.mapping?.hold();
+    return this.mapping;
+  }
+
+  /** `mapping` is no longer handed out (it goes once its last request drops it). */
+  retire(mapping: RegionMapping | undefined): void {
+    if (!mapping || mapping !== this.mapping) return;
+    this.mapping = undefined;
+    mapping.drop();
   }
 
   status(): SystemRegionStatus {
@@ -81,16 +108,42 @@ class SystemRegion {
  */
 export class SharedMemorySlice {
   private released = false;
+  private readonly mapping: RegionMapping | undefined;
 
   constructor(
     private readonly region: SystemRegion,
     /** Offset within the region (added to the region's own offset in the object). */
     private readonly offset: number,
     readonly byteSize: number,
-  ) {}
+  ) {
+    this.mapping = region.holdMapping();
+  }
 
   get regionName(): string {
     return this.region.name;
+  }
+
+  /**
+   * The slice's bytes in place, when the region is mapped and they are 8-byte aligned: a tensor
+   * over them reads the client's memory with no copy. The caller holds the slice until nothing
+   * reads them, then calls `verify()` before trusting what was read.
+   */
+  mappedView(): Uint8Array | undefined {
+    if (!this.mapping || this.byteSize === 0) return undefined;
+    this.checkSize();
+    return this.mapping.alignedView(this.offset, this.byteSize);
+  }
+
+  /**
+   * Throws when the object was truncated while the slice was used (a read of it may have seen
+   * zeros, a write into it is lost): the request is answered with this error instead.
+   */
+  verify(bytes = this.byteSize): void {
+    if (this.mapping?.truncated) {
+      this.region.retire(this.mapping);
+      throw Errors.truncated(this.region.name);
+    }
+    this.checkSize(bytes);
   }
 
   /**
@@ -99,7 +152,12 @@ export class SharedMemorySlice {
    */
   read(target: Uint8Array = Buffer.allocUnsafeSlow(this.byteSize)): Uint8Array {
     this.checkSize();
-    this.transfer(target, (buf, at, len, pos) => fs.readSync(this.region.fd, buf, at, len, pos));
+    if (this.mapping) {
+      target.set(this.mapping.view(this.offset, this.byteSize));
+      this.verify();
+    } else {
+      this.transfer(target, (buf, at, len, pos) => fs.readSync(this.region.fd, buf, at, len, pos));
+    }
     return target;
   }
 
@@ -107,12 +165,19 @@ export class SharedMemorySlice {
   write(bytes: Uint8Array, output: string): void {
     if (bytes.byteLength > this.byteSize) throw Errors.outputTooSmall(output, this.byteSize, bytes.byteLength);
     this.checkSize(bytes.byteLength);
-    this.transfer(bytes, (buf, at, len, pos) => fs.writeSync(this.region.fd, buf, at, len, pos));
+    if (this.mapping) {
+      // One copy into the client's pages; a truncation during it is caught by verify().
+      this.mapping.view(this.offset, bytes.byteLength).set(bytes);
+      this.verify(bytes.byteLength);
+    } else {
+      this.transfer(bytes, (buf, at, len, pos) => fs.writeSync(this.region.fd, buf, at, len, pos));
+    }
   }
 
   release(): void {
     if (this.released) return;
     this.released = true;
+    this.mapping?.drop();
     this.region.drop();
   }
 
@@ -136,14 +201,17 @@ export class SharedMemorySlice {
 }
 
 /**
- * What one request uses of client shared memory: its inputs, read from regions into pooled
- * buffers, and the slices its outputs are written into. `release()` (once the response is sent)
- * lets go of the slices and gives the input buffers back; until then nothing else reads or writes
- * them.
+ * What one request uses of client shared memory: its inputs (in place in mapped regions, else read
+ * into pooled buffers), and the slices its outputs are written into. `verifyInputs()` (before the
+ * response is encoded) checks that no input's object was truncated while the model read it;
+ * `release()` (once the response is sent) lets go of the slices and gives the input buffers back;
+ * until then nothing else reads or writes them.
  */
 export class SharedMemoryUse {
   private outputs: Map<string, SharedMemorySlice> | undefined;
   private inputs: Uint8Array[] | undefined;
+  /** Slices whose mapped bytes are input tensors (held until release). */
+  private mappedInputs: SharedMemorySlice[] | undefined;
   private inputBytes = 0;
 
   constructor(
@@ -154,16 +222,31 @@ export class SharedMemoryUse {
   /** An input's bytes from region `name` (Triton's checks first), in a buffer held until release. */
   readInput(name: string, offset: WireSize, byteSize: WireSize, input: string): Uint8Array {
     const slice = this.shm.slice(name, offset, byteSize);
+    let held = false;
     try {
       // Bounded before anything is allocated: a sparse object can be registered far larger than memory.
       this.inputBytes += slice.byteSize;
       if (this.inputBytes > this.shm.maxInputBytes) throw Errors.inputTooLarge(input, slice.byteSize, this.shm.maxInputBytes);
+      const view = slice.mappedView();
+      if (view) {
+        (this.mappedInputs ??= []).push(slice);
+        held = true;
+        return view;
+      }
       const target = this.pool.acquire(slice.byteSize);
       (this.inputs ??= []).push(target);
       return slice.read(target);
     } finally {
-      slice.release();
+      if (!held) slice.release();
     }
+  }
+
+  /**
+   * Throws (Errors.truncated) when an input read in place came from an object truncated meanwhile:
+   * the model may have read zeros. Called once the model ran, before the response is encoded.
+   */
+  verifyInputs(): void {
+    if (this.mappedInputs) for (const s of this.mappedInputs) s.verify();
   }
 
   /** Output `output` goes into region `name` at `offset`, at most `byteSize` bytes. */
@@ -183,6 +266,8 @@ export class SharedMemoryUse {
   release(): void {
     if (this.outputs) for (const s of this.outputs.values()) s.release();
     this.outputs = undefined;
+    if (this.mappedInputs) for (const s of this.mappedInputs) s.release();
+    this.mappedInputs = undefined;
     if (this.inputs) for (const b of this.inputs) this.pool.release(b);
     this.inputs = undefined;
   }
@@ -199,6 +284,11 @@ export interface SharedMemoryOptions {
    * Default DEFAULT_MAX_INPUT_BYTES.
    */
   maxInputBytes?: number;
+  /**
+   * Map regions into the server when native/shm-map is built (default true): inputs are read in
+   * place and outputs written with one copy. False: positional reads and writes only.
+   */
+  mapRegions?: boolean;
 }
 
 /** 64 MiB, Triton's default `--http-max-input-size`. */
@@ -207,10 +297,10 @@ export const DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024;
 /**
  * Client system shared memory (Triton's SharedMemoryManager, CPU regions): named regions of POSIX
  * shared memory objects under /dev/shm that requests read inputs from and write outputs into.
- * Node cannot map memory, so a region is an open file descriptor used with positional reads and
- * writes: on tmpfs that is one copy between the object's pages and the tensor's buffer, where the
- * binary HTTP path copies through sockets on both sides. Region names share one namespace with
- * CUDA regions, which this server never holds.
+ * A region is an open file descriptor, mapped into the server by native/shm-map when it is built
+ * (inputs used in place, outputs copied in once; see RegionMapping); without it, positional reads
+ * and writes copy between the object's pages and the tensor's buffer. Region names share one
+ * namespace with CUDA regions, which this server never holds.
  */
 export class SystemSharedMemory {
   readonly enabled: boolean;
@@ -218,9 +308,11 @@ export class SystemSharedMemory {
   private readonly dir: string;
   private readonly regions = new Map<string, SystemRegion>();
   private readonly inputBuffers = new BufferPool();
+  private readonly mapRegions: boolean;
 
   constructor(options: SharedMemoryOptions) {
     this.enabled = options.enabled;
+    this.mapRegions = options.mapRegions ?? true;
     this.maxInputBytes = options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
     this.dir = options.dir ?? '/dev/shm';
   }
@@ -254,7 +346,7 @@ export class SystemSharedMemory {
       fs.closeSync(fd);
       throw e;
     }
-    this.regions.set(name, new SystemRegion(name, key, start, size, fd));
+    this.regions.set(name, new SystemRegion(name, key, start, size, fd, this.mapRegions));
   }
 
   /** Unregisters `name`, or every region when `name` is undefined or ''. Unknown names are no error. */

@@ -17,6 +17,8 @@ export function encodeInferResponse(
   extra?: WireParameters,
   sharedMemory?: SharedMemoryUse,
 ): WireModelInferResponse {
+  // Inputs read in place from client shared memory: an object truncated during the run answers an error.
+  sharedMemory?.verifyInputs();
   const n = response.outputs.length;
   const outputs = new Array<WireInferOutputTensor>(n);
   const raw = new Array<Uint8Array>(n);

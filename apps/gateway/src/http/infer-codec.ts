@@ -351,6 +351,8 @@ export interface EncodedResponseText {
  * caller answers with the error.
  */
 export function encodeInferResponseText(response: InferenceResponse, form: OutputForm): EncodedResponseText {
+  // Inputs read in place from client shared memory: an object truncated during the run answers an error.
+  form.sharedMemory?.verifyInputs();
   const binary: Uint8Array[] = [];
   let exactText = false;
   const outputs = response.outputs.map((t) => {

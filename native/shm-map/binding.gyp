@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "shm_map",
+      "sources": ["src/shm_map.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-std=gnu11"]
+    }
+  ]
+}
