@@ -5,40 +5,20 @@
  * inside the parent's compute), and with `exec()` given no trace (not traced, as Triton documents:
  * "Triton does not collect traces for child models invoked from BLS models by default").
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import type { Msg } from './helpers/grpc-client';
+import { waitFor } from './helpers/poll';
 import { makeRepository, MODELS, postJson, ROOT, startTestServer } from './helpers/server';
+import { recordsOf, type TraceRecord } from './helpers/trace-files';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Record = { id: number; model_name?: string; request_id?: string; parent_id?: number; timestamps?: { name: string; ns: number }[] };
 
 const FIX = path.join(ROOT, 'test/fixtures/python');
 
-function recordsOf(dir: string, base: string): Record[] {
-  return readdirSync(dir)
-    .filter((f) => f.startsWith(`${base}.`))
-    .flatMap((f) => {
-      try {
-        return JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Record[];
-      } catch {
-        return []; // being written
-      }
-    });
-}
-
-async function waitFor<T>(what: string, get: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const v = get();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** The head record of the trace of `requestId` and its timestamps by name. */
-function traceOf(records: Record[], requestId: string): { head: Record; at: Map<string, number> } | undefined {
+function traceOf(records: TraceRecord[], requestId: string): { head: TraceRecord; at: Map<string, number> } | undefined {
   const head = records.find((r) => r.request_id === requestId && r.model_name !== undefined);
   const ts = head && records.find((r) => r.id === head.id && r.timestamps)?.timestamps;
   if (!head || !ts) return undefined;

@@ -8,7 +8,7 @@
  * sent without is not traced (rate 0) and gets None. In Triton mode a traced request gets None too
  * (Triton's qa/L0_trace checks the same three cases).
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -16,6 +16,7 @@ import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-cli
 import { hex, startOtelServer, startOtlpReceiver, type OtelServer, type OtlpReceiver } from './helpers/otel-server';
 import { waitFor } from './helpers/poll';
 import { makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
+import { recordsOf } from './helpers/trace-files';
 
 const MODEL = 'trace_context';
 const body = { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [1] }] };
@@ -104,7 +105,7 @@ describe('python backend: request.trace().get_context()', () => {
     it('is None for a traced request, even one that sent a traceparent', async () => {
       expect(await contextOverHttp(server.http, { traceparent: `00-${hex(32)}-${hex(16)}-01` })).toEqual({ has: false, context: '' });
       // It was traced: its trace is in the trace file.
-      await waitFor('the trace file', () => (readdirSync(dir).some((f) => readFileSync(path.join(dir, f), 'utf8').includes(`"model_name":"${MODEL}"`)) ? true : undefined));
+      await waitFor('its trace', () => recordsOf(dir, 'trace.json').find((r) => r.model_name === MODEL));
     });
   });
 });

@@ -5,42 +5,20 @@
  * python model over a gRPC stream (one INFER_RESPONSE_COMPLETE per response), TENSORS dumps,
  * rate / count sampling, log-frequency rotation, and `trace_file` only inside --trace-dir.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { inferenceClient, openInferStream, type Client, type Msg } from './helpers/grpc-client';
+import { waitFor } from './helpers/poll';
 import { getJson, makeRepository, MODELS, postJson, ROOT, startTestServer } from './helpers/server';
+import { recordsOf, type TraceRecord } from './helpers/trace-files';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Record = { id: number; model_name?: string; model_version?: number; request_id?: string; parent_id?: number; timestamps?: { name: string; ns: number }[]; activity?: string; tensor?: Msg };
 
 const FIX = path.join(ROOT, 'test/fixtures/python');
 
-/** Every record in the files `<base>.<n>`, in index order. */
-function recordsOf(dir: string, base: string): Record[] {
-  const files = readdirSync(dir)
-    .filter((f) => f.startsWith(`${base}.`) && /^\d+$/.test(f.slice(base.length + 1)))
-    .sort((a, b) => Number(a.slice(base.length + 1)) - Number(b.slice(base.length + 1)));
-  return files.flatMap((f) => {
-    try {
-      return JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Record[];
-    } catch {
-      return []; // being written
-    }
-  });
-}
-
-async function waitFor<T>(what: string, get: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const v = get();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** The trace (head record and its timestamps) of the request with this id. */
-function traceOf(records: Record[], requestId: string, model?: string): { head: Record; names: string[]; ns: number[]; all: Record[] } | undefined {
+function traceOf(records: TraceRecord[], requestId: string, model?: string): { head: TraceRecord; names: string[]; ns: number[]; all: TraceRecord[] } | undefined {
   const head = records.find((r) => r.request_id === requestId && r.model_name !== undefined && (model === undefined || r.model_name === model));
   if (!head) return undefined;
   const all = records.filter((r) => r.id === head.id);
