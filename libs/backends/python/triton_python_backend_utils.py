@@ -24,6 +24,7 @@ from _nereid_types import (  # noqa: F401  (re-exported API)
 )
 from _nereid_metrics import Metric, MetricFamily, MetricKind  # noqa: F401  (re-exported API)
 from _nereid_model_control import is_model_ready, load_model, unload_model  # noqa: F401  (re-exported API)
+from _nereid_tensor import serialize_bytes_elements
 
 TRITON_STRING_TO_NUMPY = {
     "TYPE_BOOL": bool,
@@ -77,12 +78,7 @@ def serialize_byte_tensor(input_tensor):
         return ()
     if input_tensor.dtype != np.object_ and input_tensor.dtype.type != np.bytes_:
         return None
-    parts = []
-    for item in input_tensor.ravel(order="C"):
-        data = bytes(item) if isinstance(item, bytes) else str(item).encode("utf-8")
-        parts.append(struct.pack("<I", len(data)))
-        parts.append(data)
-    return b"".join(parts)
+    return serialize_bytes_elements(input_tensor)
 
 
 def deserialize_bytes_tensor(encoded_tensor):
