@@ -13,75 +13,53 @@
  * - Each role's metrics port has the Redis round-trip histogram; gateways and the scheduler the
  *   live worker count and each worker's load.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { freePort, MAIN } from './helpers/built-server';
+import { roleReady, startRole, stopCluster, type RoleProcess } from './helpers/cluster-roles';
 import { call, inferenceClient, openInferStream, type Client, type Msg } from './helpers/grpc-client';
+import { until as poll } from './helpers/poll';
 import { startRedis, type RedisServer } from './helpers/redis-server';
 import { ROOT } from './helpers/server';
 
 jest.setTimeout(180_000);
 
-/** The CLI to run: the checkout's build, or another build of it (NEREID_E2E_MAIN, e.g. a private copy while dist/ is rebuilt). */
-const CLI = process.env.NEREID_E2E_MAIN ?? MAIN;
-
-interface Role {
-  child: ChildProcess;
-  http: number;
-  grpc: number;
-  metrics: number;
-  log: () => string;
-}
-
 let redis: RedisServer;
 let repo: string;
-const roles: Role[] = [];
-let gateways: Role[];
-let workers: Role[];
-let scheduler: Role;
+const roles: RoleProcess[] = [];
+let gateways: RoleProcess[];
+let workers: RoleProcess[];
+let scheduler: RoleProcess;
 let grpcClient: Client;
 
-async function startRole(role: string): Promise<Role> {
-  const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
-  const child = spawn(
-    process.execPath,
-    [CLI, 'serve', '--role', role, '--redis', redis.url, '--model-repository', repo,
-      '--model-control-mode=explicit', '--load-model=ensemble_batched', '--load-model=ensemble_raises', '--load-model=ensemble_repeat',
-      '--http-port', String(http), '--grpc-port', String(grpc), '--metrics-port', String(metrics),
-      '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const r = { child, http, grpc, metrics, log: () => out };
+async function start(role: string): Promise<RoleProcess> {
+  const r = await startRole(role, redis.url, repo, {
+    args: ['--model-control-mode=explicit', '--load-model=ensemble_batched', '--load-model=ensemble_raises', '--load-model=ensemble_repeat'],
+  });
   roles.push(r);
   return r;
 }
 
-const url = (r: Role, p: string): string => `http://127.0.0.1:${r.http}${p}`;
+const url = (r: RoleProcess, p: string): string => `http://127.0.0.1:${r.http}${p}`;
 
-async function status(r: Role, p: string): Promise<number> {
+async function status(r: RoleProcess, p: string): Promise<number> {
   return fetch(url(r, p)).then((res) => res.status, () => 0);
 }
 
+/** Waits until `f` holds; when it does not in time, the error holds every role's output. */
 async function until(what: string, f: () => Promise<boolean>, deadlineMs = 60_000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!(await f())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${deadlineMs} ms\n${roles.map((r) => r.log()).join('\n----\n')}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+  await poll(what, f, deadlineMs).catch((e: Error) => {
+    throw new Error(`${e.message} (${deadlineMs} ms)\n${roles.map((r) => r.log()).join('\n----\n')}`);
+  });
 }
 
-async function post(r: Role, p: string, body: unknown): Promise<{ status: number; body: Msg }> {
+async function post(r: RoleProcess, p: string, body: unknown): Promise<{ status: number; body: Msg }> {
   const res = await fetch(url(r, p), { method: 'POST', body: JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Msg) : {} };
 }
 
-async function stats(r: Role, model: string): Promise<Msg> {
+async function stats(r: RoleProcess, model: string): Promise<Msg> {
   const res = await fetch(url(r, `/v2/models/${model}/stats`));
   const body = (await res.json()) as Msg;
   expect(res.status).toBe(200);
@@ -104,7 +82,7 @@ function simpleBody(base: number): unknown {
   };
 }
 
-async function metricsText(r: Role): Promise<string> {
+async function metricsText(r: RoleProcess): Promise<string> {
   return (await fetch(`http://127.0.0.1:${r.metrics}/metrics`)).text();
 }
 
@@ -118,30 +96,19 @@ beforeAll(async () => {
   for (const m of ['slow_scale', 'ensemble_batched', 'execute_raises', 'ensemble_raises', 'decoupled_repeat', 'identity_types', 'ensemble_repeat']) {
     fs.cpSync(path.join(ROOT, 'test/fixtures/python', m), path.join(repo, m), { recursive: true });
   }
-  workers = [await startRole('worker'), await startRole('worker')];
-  scheduler = await startRole('scheduler');
-  gateways = [await startRole('gateway'), await startRole('gateway')];
+  workers = [await start('worker'), await start('worker')];
+  scheduler = await start('scheduler');
+  gateways = [await start('gateway'), await start('gateway')];
   await Promise.all(
     // Seven python models per worker: on a busy 2-core machine start-up takes a while.
-    [...workers, ...gateways].map((r) => until('ensemble_batched ready', async () => (await status(r, '/v2/models/ensemble_batched/ready')) === 200, 120_000)),
+    [...workers, ...gateways].map((r) => roleReady(r, '/v2/models/ensemble_batched/ready', 120_000)),
   );
   grpcClient = inferenceClient(gateways[0].grpc);
 });
 
 afterAll(async () => {
   grpcClient?.close();
-  await Promise.all(
-    roles.map(
-      (r) =>
-        new Promise<void>((resolve) => {
-          if (r.child.exitCode !== null || r.child.signalCode !== null) return resolve();
-          r.child.once('exit', () => resolve());
-          r.child.kill('SIGKILL');
-        }),
-    ),
-  );
-  await redis?.stop();
-  if (repo) fs.rmSync(repo, { recursive: true, force: true });
+  await stopCluster(roles, redis, repo);
 });
 
 describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explicit mode)', () => {
@@ -360,9 +327,9 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
 
   it('a worker and a gateway that join later load what the cluster serves (models loaded through the API before they started)', async () => {
     expect((await post(gateways[1], '/v2/repository/models/simple/load', {})).status).toBe(200);
-    const [worker, gateway] = [await startRole('worker'), await startRole('gateway')];
-    await until('the new worker serves simple', async () => (await status(worker, '/v2/models/simple/ready')) === 200, 120_000);
-    await until('the new gateway serves simple', async () => (await status(gateway, '/v2/models/simple/ready')) === 200);
+    const [worker, gateway] = [await start('worker'), await start('gateway')];
+    await roleReady(worker, '/v2/models/simple/ready', 120_000);
+    await roleReady(gateway, '/v2/models/simple/ready', 60_000);
     const answer = await post(gateway, '/v2/models/simple/infer', simpleBody(3));
     expect(answer.status).toBe(200);
     expect(answer.body.outputs[0].data).toEqual(range(16, (i) => 4 + i));

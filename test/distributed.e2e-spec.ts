@@ -6,66 +6,35 @@
  * python, and what happens when workers die (kill -9): their batches run again on a live worker,
  * or fail UNAVAILABLE when none is left, and a new worker is used without restarting anything.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { freePort, MAIN } from './helpers/built-server';
+import { roleReady, startRole, stopCluster, type RoleProcess } from './helpers/cluster-roles';
 import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
 import { startRedis, type RedisServer } from './helpers/redis-server';
 import { ROOT } from './helpers/server';
 
 jest.setTimeout(120_000);
 
-interface Role {
-  child: ChildProcess;
-  http: number;
-  grpc: number;
-  metrics: number;
-  log: () => string;
-}
-
 let redis: RedisServer;
 let repo: string;
-const roles: Role[] = [];
-let gateways: Role[];
-let worker: Role;
+const roles: RoleProcess[] = [];
+let gateways: RoleProcess[];
+let worker: RoleProcess;
 /** A second worker, killed mid-batch by one test. */
-let spare: Role;
-let scheduler: Role;
+let spare: RoleProcess;
+let scheduler: RoleProcess;
 let grpcClient: Client;
 
-async function startRole(role: string): Promise<Role> {
-  const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
-  const child = spawn(
-    process.execPath,
-    [MAIN, 'serve', '--role', role, '--redis', redis.url, '--model-repository', repo,
-      '--http-port', String(http), '--grpc-port', String(grpc), '--metrics-port', String(metrics),
-      '--http-address', '127.0.0.1', '--grpc-address', '127.0.0.1'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const r = { child, http, grpc, metrics, log: () => out };
+async function start(role: string): Promise<RoleProcess> {
+  const r = await startRole(role, redis.url, repo);
   roles.push(r);
   return r;
 }
 
-async function ready(r: Role, deadlineMs = 60_000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    if (r.child.exitCode !== null) throw new Error(`role exited (${r.child.exitCode}): ${r.log()}`);
-    const ok = await fetch(`http://127.0.0.1:${r.http}/v2/models/simple/ready`).then((res) => res.status === 200, () => false);
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`not ready within ${deadlineMs} ms: ${r.log()}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
-}
-
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
 
-async function inferHttp(r: Role, base: number): Promise<Msg> {
+async function inferHttp(r: RoleProcess, base: number): Promise<Msg> {
   const res = await fetch(`http://127.0.0.1:${r.http}/v2/models/simple/infer`, {
     method: 'POST',
     body: JSON.stringify({
@@ -101,28 +70,17 @@ beforeAll(async () => {
   );
   // slow_scale (python, 100 ms per execution): batches that are still running when a worker dies.
   fs.cpSync(path.join(ROOT, 'test/fixtures/python/slow_scale'), path.join(repo, 'slow_scale'), { recursive: true });
-  worker = await startRole('worker');
-  spare = await startRole('worker');
-  scheduler = await startRole('scheduler');
-  gateways = [await startRole('gateway'), await startRole('gateway')];
-  await Promise.all([worker, spare, ...gateways].map((r) => ready(r)));
+  worker = await start('worker');
+  spare = await start('worker');
+  scheduler = await start('scheduler');
+  gateways = [await start('gateway'), await start('gateway')];
+  await Promise.all([worker, spare, ...gateways].map((r) => roleReady(r)));
   grpcClient = inferenceClient(gateways[1].grpc);
 });
 
 afterAll(async () => {
   grpcClient?.close();
-  await Promise.all(
-    roles.map(
-      (r) =>
-        new Promise<void>((resolve) => {
-          if (r.child.exitCode !== null || r.child.signalCode !== null) return resolve();
-          r.child.once('exit', () => resolve());
-          r.child.kill('SIGKILL');
-        }),
-    ),
-  );
-  await redis?.stop();
-  if (repo) fs.rmSync(repo, { recursive: true, force: true });
+  await stopCluster(roles, redis, repo);
 });
 
 describe('distributed mode: 2 gateways, 1 scheduler, 2 workers over Redis', () => {
@@ -209,7 +167,7 @@ describe('distributed mode: 2 gateways, 1 scheduler, 2 workers over Redis', () =
 
   it('a worker killed (-9) mid-batch: the batches it held run again on the other worker, every request answered correctly', async () => {
     const x = [1, 2, 3, 4];
-    const slow = (g: Role): Promise<[number, Msg]> =>
+    const slow = (g: RoleProcess): Promise<[number, Msg]> =>
       fetch(`http://127.0.0.1:${g.http}/v2/models/slow_scale/infer`, {
         method: 'POST',
         signal: AbortSignal.timeout(20_000),
@@ -238,7 +196,7 @@ describe('distributed mode: 2 gateways, 1 scheduler, 2 workers over Redis', () =
     const body = JSON.stringify({
       inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16], data: range(16, (i) => i) })),
     });
-    const infer = (g: Role): Promise<[number, Msg]> =>
+    const infer = (g: RoleProcess): Promise<[number, Msg]> =>
       fetch(`http://127.0.0.1:${g.http}/v2/models/simple/infer`, { method: 'POST', body, signal: AbortSignal.timeout(9000) }).then(
         async (res) => [res.status, (await res.json()) as Msg],
       );
@@ -257,8 +215,8 @@ describe('distributed mode: 2 gateways, 1 scheduler, 2 workers over Redis', () =
     expect(last).toEqual([503, { error: "no live worker of the cluster serves model 'simple' version 1" }]);
 
     // A new worker joins: the scheduler and the gateways use it without a restart.
-    worker = await startRole('worker');
-    await ready(worker);
+    worker = await start('worker');
+    await roleReady(worker);
     const deadline = Date.now() + 10_000;
     // Each gateway sees the new worker at its next read of the cluster's table (every second).
     for (;;) {
