@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import type { Msg } from './helpers/grpc-client';
 import { waitFor } from './helpers/poll';
 import { makeRepository, MODELS, postJson, ROOT, startTestServer } from './helpers/server';
-import { recordsOf, type TraceRecord } from './helpers/trace-files';
+import { recordsOf, traceEveryRequest, type TraceRecord } from './helpers/trace-files';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
@@ -35,10 +35,7 @@ describe('trace extension: BLS calls traced as children of the calling request',
     const repo = makeRepository({ bls_traced: path.join(FIX, 'bls_traced'), add_sub: path.join(MODELS, 'add_sub') });
     server = await startTestServer({
       modelRepositories: [repo],
-      trace: {
-        level: ['TIMESTAMPS'], rate: 1, count: -1, mode: 'triton', file: path.join(dir, 'trace.json'), logFrequency: 1, dir,
-        otel: { url: '', resource: {}, bspMaxQueueSize: 2048, bspScheduleDelayMs: 5000, bspMaxExportBatchSize: 512 },
-      },
+      trace: traceEveryRequest(dir),
     });
   }, 60_000);
   afterAll(() => server?.close());

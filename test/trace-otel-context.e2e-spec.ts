@@ -16,7 +16,7 @@ import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-cli
 import { hex, startOtelServer, startOtlpReceiver, type OtelServer, type OtlpReceiver } from './helpers/otel-server';
 import { waitFor } from './helpers/poll';
 import { makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
-import { recordsOf } from './helpers/trace-files';
+import { recordsOf, traceEveryRequest } from './helpers/trace-files';
 
 const MODEL = 'trace_context';
 const body = { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [1] }] };
@@ -94,10 +94,7 @@ describe('python backend: request.trace().get_context()', () => {
       dir = mkdtempSync(path.join(tmpdir(), 'nereid-trace-context-'));
       server = await startTestServer({
         modelRepositories: [repo],
-        trace: {
-          level: ['TIMESTAMPS'], rate: 1, count: -1, mode: 'triton', file: path.join(dir, 'trace.json'), logFrequency: 1, dir,
-          otel: { url: '', resource: {}, bspMaxQueueSize: 2048, bspScheduleDelayMs: 5000, bspMaxExportBatchSize: 512 },
-        },
+        trace: traceEveryRequest(dir),
       });
     }, 60_000);
     afterAll(() => server?.close());

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { inferenceClient, openInferStream, type Client, type Msg } from './helpers/grpc-client';
 import { waitFor } from './helpers/poll';
 import { getJson, makeRepository, MODELS, postJson, ROOT, startTestServer } from './helpers/server';
-import { recordsOf, type TraceRecord } from './helpers/trace-files';
+import { recordsOf, traceEveryRequest, type TraceRecord } from './helpers/trace-files';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
@@ -60,10 +60,9 @@ describe('trace extension: Triton trace files', () => {
       ensemble_flat: path.join(FIX, 'ensemble_flat'),
       decoupled_repeat: path.join(FIX, 'decoupled_repeat'),
     });
-    const trace = { level: ['TIMESTAMPS'], rate: 1, count: -1, mode: 'triton' as const, file: path.join(dir, 'trace.json'), logFrequency: 1, dir };
     server = await startTestServer({
       modelRepositories: [repo],
-      trace: { ...trace, otel: { url: '', resource: {}, bspMaxQueueSize: 2048, bspScheduleDelayMs: 5000, bspMaxExportBatchSize: 512 } },
+      trace: traceEveryRequest(dir),
     });
     client = inferenceClient(server.grpcPort);
   }, 120_000);

@@ -1,6 +1,7 @@
 /** Reading back Triton's trace files (`<file>.<n>`, one JSON array of records each) in end-to-end tests. */
 import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { defaultTraceConfig, type TraceConfig } from '../../apps/nereid/src/trace-config';
 import type { Msg } from './grpc-client';
 
 /** One record of a trace file: a trace's head (model, ids), its timestamps, or a tensor. */
@@ -27,4 +28,9 @@ export function recordsOf(dir: string, base: string): TraceRecord[] {
       return []; // being written
     }
   });
+}
+
+/** Triton mode tracing every request's timestamps into `<dir>/trace.json.<n>` (a file per trace), `--trace-dir` `dir`. */
+export function traceEveryRequest(dir: string): TraceConfig {
+  return { ...defaultTraceConfig(), level: ['TIMESTAMPS'], rate: 1, count: -1, mode: 'triton', file: path.join(dir, 'trace.json'), logFrequency: 1, dir };
 }
