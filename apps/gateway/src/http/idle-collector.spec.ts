@@ -6,7 +6,7 @@ const MB = 1024 * 1024;
 
 /** A collector over a made-up count of array buffer bytes; a collection drops it to `left`. */
 function setup(start: number, left = start) {
-  const state = { bytes: start, collections: 0, trims: 0, rss: 200 * MB };
+  const state = { bytes: start, collections: 0, trims: 0, rss: 200 * MB, cpuMs: 0 };
   const collector = new IdleCollector({
     thresholdBytes: 32 * MB,
     intervalMs: 1000,
@@ -23,6 +23,7 @@ function setup(start: number, left = start) {
       return true;
     },
     rss: () => state.rss,
+    cpuMs: () => state.cpuMs,
   });
   return { state, collector };
 }
@@ -70,6 +71,7 @@ describe('IdleCollector', () => {
       // A trim that finds nothing to return: RSS stays.
       trim: () => (state.trims++, false),
       rss: () => state.rss,
+      cpuMs: () => 0,
     });
     collector.tick();
     state.rss = 300 * MB; // the heap and external memory did not grow: nothing for a collection to do
@@ -87,6 +89,27 @@ describe('IdleCollector', () => {
     }
     expect(state.trims).toBe(1);
     expect(state.collections).toBe(0);
+  });
+
+  it('trims only once the server uses under a tenth of a core: tensors in shared memory move RSS, not the samples', () => {
+    const { state, collector } = setup(10 * MB);
+    state.bytes = 60 * MB;
+    collector.tick();
+    expect(collector.tick()).toBe(true);
+    // Busy (onnxruntime's threads, shared-memory copies): the trim waits, RSS growing or not.
+    for (let i = 0; i < 5; i++) {
+      state.cpuMs += 600;
+      state.rss += 40 * MB;
+      collector.tick();
+    }
+    expect(state.trims).toBe(0);
+    // Idle: the trim that was due runs now, and only once.
+    state.cpuMs += 20;
+    collector.tick();
+    expect(state.trims).toBe(1);
+    state.cpuMs += 20;
+    collector.tick();
+    expect(state.trims).toBe(1);
   });
 
   it('drops the trim when the server is busy again by the next sample', () => {
@@ -150,7 +173,8 @@ describe('IdleCollector', () => {
       if (i % 16 === 0) pins.push(Buffer.alloc(200, 2));
     }
     let sampled = 0;
-    const collector = new IdleCollector({ thresholdBytes: MB, intervalMs: 60_000, sample: () => (sampled++ === 0 ? 0 : 96 * MB) });
+    // Idle by its CPU whatever else this test process does meanwhile.
+    const collector = new IdleCollector({ thresholdBytes: MB, intervalMs: 60_000, sample: () => (sampled++ === 0 ? 0 : 96 * MB), cpuMs: () => 0 });
     collector.tick();
     garbage = undefined;
     const before = process.memoryUsage().rss;

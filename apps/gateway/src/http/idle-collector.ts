@@ -19,14 +19,17 @@ import { loadNativeAddon } from '@nereid/core';
  * glibc keeps most of what the collection frees: it returns memory to the system on free() only
  * from the top of its heap, and live allocations made after the burst pin that top. So after the
  * collection this calls `malloc_trim(0)` (native/malloc-trim), which returns the free pages inside the
- * heap. It runs at the next sample, not at once: V8 frees the collected array buffers' memory on a
- * background thread, and a trim right after gc() found most of it not yet freed in some runs. It runs
- * only if the server is still quiet then (under load the memory is reused anyway), so at most once per
- * burst; it costs tens of ms per hundred MB returned (bench/RESULTS.md, bench/attack-load). V8 may also
- * have collected the burst's garbage itself (under heap pressure), leaving nothing for this collection
- * to do but the freed memory in glibc: so a quiet server whose RSS grew `thresholdBytes` past what it
- * was after the last trim is trimmed without a collection (a trim with nothing to return costs <1 ms,
- * and resets that mark). Without the addon (no C toolchain at build time) the collection runs alone.
+ * heap; it costs tens of ms per hundred MB returned (bench/RESULTS.md, bench/attack-load). It runs at
+ * a later sample, not at once (V8 frees the collected array buffers' memory on a background thread,
+ * and a trim right after gc() found most of it not yet freed in some runs), and only on an idle
+ * server: quiet by the sample above and using under a tenth of a core since the previous sample. The
+ * CPU test matters: tensors in client shared memory or onnxruntime's own buffers move RSS but not V8's
+ * counts, and a trim under such load handed back buffers that the next request faulted in again
+ * (1.4x server CPU per 16 MiB request when it trimmed every second). V8 may also have collected the
+ * burst's garbage itself, leaving nothing for a collection to do but the freed memory in glibc: so an
+ * idle server whose RSS grew `thresholdBytes` past what it was after the last trim is trimmed without a
+ * collection (a trim that returns nothing costs <1 ms and resets that mark). Without the addon (no C
+ * toolchain at build time) the collection runs alone.
  */
 export class IdleCollector {
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -34,8 +37,10 @@ export class IdleCollector {
   private floor: number;
   private previous = -1;
   private readonly trim: (() => boolean) | undefined;
-  /** A collection ran at the previous sample: trim at this one if still quiet. */
+  /** A collection ran: trim at the first idle sample, unless a burst starts again first. */
   private trimDue = false;
+  /** The process's CPU time (ms) at the end of the previous sample. */
+  private cpuMark: number;
   /** RSS after the last trim (or at start, or the lowest since). */
   private rssFloor: number;
   /** Collections run so far. */
@@ -60,11 +65,14 @@ export class IdleCollector {
       trim?: (() => boolean) | null;
       /** The process's resident memory, bytes (default: process.memoryUsage.rss()). */
       rss?: () => number;
+      /** The CPU time the process (all its threads) has used, ms (default: process.cpuUsage()). */
+      cpuMs?: () => number;
     },
   ) {
     this.floor = this.sample();
     this.trim = options.trim === undefined ? defaultTrim() : (options.trim ?? undefined);
     this.rssFloor = this.trim ? this.rss() : 0;
+    this.cpuMark = this.cpuMs();
   }
 
   start(): this {
@@ -86,25 +94,32 @@ export class IdleCollector {
     const quiet = Math.abs(now - this.previous) <= this.options.thresholdBytes / 16;
     this.previous = now;
     if (now < this.floor) this.floor = now;
-    const rss = this.trim ? this.rss() : 0;
-    if (rss < this.rssFloor) this.rssFloor = rss;
-    if (this.trimDue) {
-      this.trimDue = false;
-      if (quiet) this.trimNow();
+    // The server's own CPU since the previous sample (this class's collection and trim excluded).
+    const idle = this.cpuMs() - this.cpuMark < this.options.intervalMs * IDLE_CPU_FRACTION;
+    try {
+      if (!quiet) {
+        // A burst again: the memory the trim would return is about to be reused.
+        this.trimDue = false;
+        return false;
+      }
+      if (now - this.floor >= this.options.thresholdBytes) {
+        (this.options.collect ?? fullGc())();
+        this.collections++;
+        this.trimDue = this.trim !== undefined;
+        this.floor = this.sample();
+        this.previous = this.floor;
+        return true;
+      }
+      if (this.trim && idle) {
+        const rss = this.rss();
+        if (rss < this.rssFloor) this.rssFloor = rss;
+        // Garbage V8 collected by itself leaves glibc's free memory behind just the same.
+        if (this.trimDue || rss - this.rssFloor >= this.options.thresholdBytes) this.trimNow();
+      }
       return false;
+    } finally {
+      this.cpuMark = this.cpuMs();
     }
-    if (!quiet) return false;
-    if (now - this.floor < this.options.thresholdBytes) {
-      // Garbage V8 collected by itself leaves glibc's free memory behind just the same.
-      if (this.trim && rss - this.rssFloor >= this.options.thresholdBytes) this.trimNow();
-      return false;
-    }
-    (this.options.collect ?? fullGc())();
-    this.collections++;
-    this.trimDue = this.trim !== undefined;
-    this.floor = this.sample();
-    this.previous = this.floor;
-    return true;
   }
 
   /** Gives the allocator's free pages back (what the last collection freed is there by now). */
@@ -113,7 +128,14 @@ export class IdleCollector {
     this.trim!();
     this.lastTrimMs = performance.now() - started;
     this.trims++;
+    this.trimDue = false;
     this.rssFloor = this.rss();
+  }
+
+  private cpuMs(): number {
+    if (this.options.cpuMs) return this.options.cpuMs();
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
   }
 
   private rss(): number {
@@ -128,6 +150,12 @@ export class IdleCollector {
     return m.heapUsed + m.external;
   }
 }
+
+/**
+ * The share of one core under which a server counts as idle for a trim: an idle Nereid uses ~1%
+ * (timers, the metrics poller); one serving requests, tens of %.
+ */
+const IDLE_CPU_FRACTION = 0.1;
 
 /** native/malloc-trim's trim(), or undefined where it was not built. */
 function defaultTrim(): (() => boolean) | undefined {
