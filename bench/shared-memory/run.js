@@ -10,7 +10,9 @@
 //   - shm+touch: the same, the client also writing the input into its region and reading the output
 //     back on every request.
 // Rounds alternate the three so that the machine's background load falls on all of them; the sums
-// are compared. Prints payload GB/s (input + output bytes), requests/s, p50, and the ratios.
+// are compared. Prints payload GB/s (input + output bytes), requests/s, p50, the server's CPU per
+// request (utime + stime from /proc, warm-up requests included), and the ratios.
+// The server maps regions when native/shm-map is built; NEREID_NATIVE=0 runs it with pread/pwrite.
 // Usage: node bench/shared-memory/run.js [rounds=3] [requests per round=40] [concurrency=1]
 //        (needs `npm run build` first)
 const fs = require('node:fs');
@@ -23,6 +25,12 @@ const ROUNDS = Number(process.argv[2] || 3);
 const TOTAL = Number(process.argv[3] || 40);
 const CONCURRENCY = Number(process.argv[4] || 1);
 const ELEMENTS = 4 << 20; // 4M FP32 = 16 MiB
+
+/** The server's CPU time so far, ms (utime + stime, /proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuMs(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
 function child(script, args) {
   const r = spawnSync(process.execPath, [script, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
@@ -42,12 +50,16 @@ async function main() {
     shm: () => child(path.join(__dirname, 'shm-client.js'), [String(nereid.http), String(ELEMENTS), String(CONCURRENCY), String(TOTAL)]),
     'shm+touch': () => child(path.join(__dirname, 'shm-client.js'), [String(nereid.http), String(ELEMENTS), String(CONCURRENCY), String(TOTAL), '--touch']),
   };
-  const sums = Object.fromEntries(Object.keys(paths).map((k) => [k, { rps: 0, gbps: 0, p50: [] }]));
+  const sums = Object.fromEntries(Object.keys(paths).map((k) => [k, { rps: 0, gbps: 0, p50: [], cpu: 0 }]));
+  const native = process.env.NEREID_NATIVE === '0' ? 'off (NEREID_NATIVE=0: pread/pwrite)' : 'as built (native/shm-map maps regions when built)';
+  console.log(`server: native helpers ${native}; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       const line = [];
       for (const [name, run] of Object.entries(paths)) {
+        const cpu0 = cpuMs(nereid.child.pid);
         const r = run();
+        sums[name].cpu += cpuMs(nereid.child.pid) - cpu0;
         sums[name].rps += r.rps;
         sums[name].gbps += r.gbps;
         sums[name].p50.push(r.p50);
@@ -62,8 +74,10 @@ async function main() {
   console.log('');
   for (const [name, s] of Object.entries(sums)) {
     const p50 = s.p50.sort((a, b) => a - b)[Math.floor(s.p50.length / 2)];
-    console.log(`${name.padEnd(10)} ${fmt(s.rps / ROUNDS, 1).padStart(6)} req/s   ${fmt(s.gbps / ROUNDS, 2)} GB/s payload   p50 ${fmt(p50, 1)} ms`);
+    const cpu = s.cpu / (ROUNDS * (TOTAL + CONCURRENCY));
+    console.log(`${name.padEnd(10)} ${fmt(s.rps / ROUNDS, 1).padStart(6)} req/s   ${fmt(s.gbps / ROUNDS, 2)} GB/s payload   p50 ${fmt(p50, 1)} ms   server CPU ${fmt(cpu, 1)} ms/req`);
   }
+  console.log(`load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   console.log(`\nshared memory / binary HTTP: ${fmt(sums.shm.rps / sums.binary.rps, 2)}x throughput ` +
     `(client touching its regions every request: ${fmt(sums['shm+touch'].rps / sums.binary.rps, 2)}x)`);
 }
