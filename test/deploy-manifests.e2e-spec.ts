@@ -270,13 +270,16 @@ describe('docker/docker-compose.yml', () => {
 
   it('is valid for Docker Compose itself (when installed)', () => {
     const file = path.join(DOCKER, 'docker-compose.yml');
-    const candidates: Array<[string, string[]]> = [
-      ['docker-compose', ['-f', file, 'config', '-q']],
-      ['docker', ['compose', '-f', file, 'config', '-q']],
+    // [binary, the command that says Compose is there, the check]
+    const candidates: Array<[string, string[], string[]]> = [
+      ['docker-compose', ['version'], ['-f', file, 'config', '-q']],
+      ['docker', ['compose', 'version'], ['compose', '-f', file, 'config', '-q']],
     ];
-    for (const [bin, args] of candidates) {
+    for (const [bin, probe, args] of candidates) {
+      // A docker CLI without the compose plugin fails `docker compose version` (and reads `docker compose -f` as a bad global flag).
+      const installed = spawnSync(bin, probe, { encoding: 'utf8', timeout: 30000 });
+      if (installed.error || installed.status !== 0) continue;
       const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 30000 });
-      if (r.error || (bin === 'docker' && /is not a docker command|unknown command/i.test(r.stderr))) continue;
       expect({ bin, status: r.status, stderr: r.stderr.trim() }).toEqual({ bin, status: 0, stderr: '' });
       return;
     }
