@@ -22,8 +22,9 @@ import { loadNativeAddon } from '@nereid/core';
  * heap; it costs tens of ms per hundred MB returned (bench/RESULTS.md, bench/attack-load). It runs at
  * a later sample, not at once (V8 frees the collected array buffers' memory on a background thread,
  * and a trim right after gc() found most of it not yet freed in some runs), and only on an idle
- * server: quiet by the sample above and using under a tenth of a core since the previous sample. The
- * CPU test matters: tensors in client shared memory or onnxruntime's own buffers move RSS but not V8's
+ * server: quiet by the sample above and using under a tenth of a core, for three samples in a row
+ * (a server between bursts a second apart keeps its buffers: a trim hands them back and the next
+ * burst faults them in again). The CPU test matters: tensors in client shared memory or onnxruntime's own buffers move RSS but not V8's
  * counts, and a trim under such load handed back buffers that the next request faulted in again
  * (1.4x server CPU per 16 MiB request when it trimmed every second). V8 may also have collected the
  * burst's garbage itself, leaving nothing for a collection to do but the freed memory in glibc: so an
@@ -41,6 +42,8 @@ export class IdleCollector {
   private trimDue = false;
   /** The process's CPU time (ms) at the end of the previous sample. */
   private cpuMark: number;
+  /** Samples in a row that found the server idle (quiet, under a tenth of a core). */
+  private idleSamples = 0;
   /** RSS after the last trim (or at start, or the lowest since). */
   private rssFloor: number;
   /** Collections run so far. */
@@ -95,7 +98,8 @@ export class IdleCollector {
     this.previous = now;
     if (now < this.floor) this.floor = now;
     // The server's own CPU since the previous sample (this class's collection and trim excluded).
-    const idle = this.cpuMs() - this.cpuMark < this.options.intervalMs * IDLE_CPU_FRACTION;
+    const idle = quiet && this.cpuMs() - this.cpuMark < this.options.intervalMs * IDLE_CPU_FRACTION;
+    this.idleSamples = idle ? this.idleSamples + 1 : 0;
     try {
       if (!quiet) {
         // A burst again: the memory the trim would return is about to be reused.
@@ -110,7 +114,7 @@ export class IdleCollector {
         this.previous = this.floor;
         return true;
       }
-      if (this.trim && idle) {
+      if (this.trim && this.idleSamples >= TRIM_AFTER_IDLE_SAMPLES) {
         const rss = this.rss();
         if (rss < this.rssFloor) this.rssFloor = rss;
         // Garbage V8 collected by itself leaves glibc's free memory behind just the same.
@@ -156,6 +160,8 @@ export class IdleCollector {
  * (timers, the metrics poller); one serving requests, tens of %.
  */
 const IDLE_CPU_FRACTION = 0.1;
+/** Idle samples in a row before a trim. */
+const TRIM_AFTER_IDLE_SAMPLES = 3;
 
 /** native/malloc-trim's trim(), or undefined where it was not built. */
 function defaultTrim(): (() => boolean) | undefined {
