@@ -27,6 +27,22 @@ describe('native helpers', () => {
     expect(nativeHelpersOffLine([{ name: 'malloc-trim', loaded: true }])).toBeUndefined();
   });
 
+  it('leaves out the addons NEREID_NATIVE_OFF names', () => {
+    const saved = process.env.NEREID_NATIVE_OFF;
+    process.env.NEREID_NATIVE_OFF = 'other,malloc-trim';
+    try {
+      jest.isolateModules(() => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const fresh = require('./native') as typeof import('./native');
+        expect(fresh.loadNativeAddon('malloc-trim')).toBeUndefined();
+        expect(fresh.nativeHelpersOffLine()).toContain('malloc-trim (NEREID_NATIVE_OFF)');
+      });
+    } finally {
+      if (saved === undefined) delete process.env.NEREID_NATIVE_OFF;
+      else process.env.NEREID_NATIVE_OFF = saved;
+    }
+  });
+
   it('loads none with NEREID_NATIVE=0', () => {
     const saved = process.env.NEREID_NATIVE;
     process.env.NEREID_NATIVE = '0';

@@ -8,7 +8,8 @@ import * as path from 'node:path';
  *
  * An addon is found by convention: `native/<name>/build/Release/<name with '-' as '_'>.node`
  * (its binding.gyp's target_name), under the repository root (the folder with package.json and native/,
- * found from this file in both libs/ and dist/libs/). NEREID_NATIVE=0 loads none (to compare with and without).
+ * found from this file in both libs/ and dist/libs/). NEREID_NATIVE=0 loads none, NEREID_NATIVE_OFF=<name>[,<name>...]
+ * leaves out the ones named (to compare with and without).
  */
 
 /** Why an addon is not loaded: not built (no toolchain, a failed build), switched off, or failing to load. */
@@ -54,6 +55,7 @@ export function loadNativeAddon<T extends object>(name: string): T | undefined {
 function load(name: string): { addon?: object; state: NativeAddonState } {
   const off = (reason: string) => ({ state: { name, loaded: false, reason } });
   if (process.env.NEREID_NATIVE === '0') return off('NEREID_NATIVE=0');
+  if ((process.env.NEREID_NATIVE_OFF ?? '').split(',').includes(name)) return off('NEREID_NATIVE_OFF');
   const file = nativeAddonPath(name);
   if (file === undefined || !fs.existsSync(file)) return off('not built (npm run build needs a C toolchain)');
   try {
