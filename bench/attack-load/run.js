@@ -13,8 +13,8 @@
 //   node bench/attack-load/run.js [--phase-secs 10] [--fd-limit 1024] [--repo ./models]
 //                                 [--only pipelining,bombs,half-open] [--compare-native [rounds]] [-- <serve flags>]
 //
-// --compare-native runs the server alternately without its native helpers (NEREID_NATIVE=0: no
-// malloc_trim after the idle collection) and with them, `rounds` times each (1), and prints both.
+// --compare-native runs the server alternately without native/malloc-trim (NEREID_NATIVE_OFF=malloc-trim:
+// no trim after the idle collection) and with it, `rounds` times each (1), and prints both.
 //
 // --fd-limit starts the server under that open-file limit (soft and hard), as on a host whose
 // limit is 1024: the server must refuse connections beyond what its descriptors allow.
@@ -243,12 +243,12 @@ async function runAttackLoad(options = {}) {
   }
 }
 
-/** Without and with the native helpers, alternately: where RSS settles after the attacks. */
+/** Without and with native/malloc-trim, alternately: where RSS settles after the attacks. */
 async function compareNative(options, rounds) {
   const runs = { without: [], with: [] };
   for (let i = 0; i < rounds; i++) {
-    for (const [key, env] of [['without', { NEREID_NATIVE: '0' }], ['with', {}]]) {
-      console.log(`--- ${key} native helpers${key === 'without' ? ' (NEREID_NATIVE=0)' : ''}, round ${i + 1}`);
+    for (const [key, env] of [['without', { NEREID_NATIVE_OFF: 'malloc-trim' }], ['with', {}]]) {
+      console.log(`--- ${key} malloc-trim${key === 'without' ? ' (NEREID_NATIVE_OFF=malloc-trim)' : ''}, round ${i + 1}`);
       runs[key].push(await runAttackLoad({ ...options, env }));
     }
   }

@@ -23,7 +23,8 @@ const { runAttackLoad } = require('../../bench/attack-load/run.js') as {
   }>;
 };
 
-const trims = process.env.NEREID_NATIVE !== '0' && fs.existsSync(nativeAddonPath('malloc-trim')!);
+const trims = process.env.NEREID_NATIVE !== '0' && !(process.env.NEREID_NATIVE_OFF ?? '').split(',').includes('malloc-trim') &&
+  fs.existsSync(nativeAddonPath('malloc-trim')!);
 
 describe('attack load (issue 16 acceptance, short phases)', () => {
   it('serves 8 normal clients without a failure through all three attacks, under an open-file limit of 1024, RSS within 2x idle, and back within 20% of idle afterwards (with native/malloc-trim)', async () => {
