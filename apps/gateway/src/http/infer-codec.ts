@@ -29,6 +29,7 @@ import {
   type Tensor,
 } from '@nereid/tensor';
 import { checkInferStructure } from './infer-dto';
+import type { CachedHeader, HeaderCache } from './header-cache';
 
 /** How the response should carry each output. */
 export interface OutputForm {
@@ -76,6 +77,8 @@ function useOf(form: OutputForm, params: ShmParameters, shm: SystemSharedMemory 
 export interface DecodedInfer {
   request: InferenceRequest;
   form: OutputForm;
+  /** The request's header as cached (see header-cache.ts), when a cache was given and could keep it. */
+  cached?: CachedHeader;
 }
 
 /** An input of the model, as metadata reports it: a raw-binary request (header length 0) needs the model's single one. */
@@ -221,7 +224,8 @@ function decodeRawBinary(body: Buffer, model: string, version: number, inputs: r
 /**
  * A v2 HTTP infer body (JSON, optionally followed by the binary tensor section) → the internal
  * request. `headerLength` is the Inference-Header-Content-Length header, if any; `rawInputs` gives
- * the model's inputs, asked for only by a raw-binary request.
+ * the model's inputs, asked for only by a raw-binary request. With a `cache`, a JSON header of a
+ * binary request decoded before (byte-equal, same body length) is not parsed again.
  */
 export function decodeInferRequest(
   body: Buffer,
@@ -230,9 +234,14 @@ export function decodeInferRequest(
   version: number,
   rawInputs: () => readonly RawInputInfo[] = () => [],
   sharedMemory?: SystemSharedMemory,
+  cache?: HeaderCache,
 ): DecodedInfer {
   const jsonLength = parseHeaderLength(headerLength, body.length);
   if (jsonLength === 0) return decodeRawBinary(body, model, version, rawInputs());
+  if (cache !== undefined && jsonLength !== undefined) {
+    const cached = cache.find(body, jsonLength);
+    if (cached !== undefined) return { request: cached.request(body, model, version), form: cached.form, cached };
+  }
   const jsonEnd = jsonLength ?? body.length;
   const { value: parsed, text } = parseJson(jsonLength === undefined ? body : body.subarray(0, jsonEnd));
   checkInferStructure(parsed);
@@ -245,7 +254,8 @@ export function decodeInferRequest(
   };
   const request = newInferenceRequest(model, version);
   request.id = json.id ?? '';
-  const { binaryDataOutput } = applyRequestParameters(request, parseParams(exact.parametersOf(json.parameters)));
+  const params = parseParams(exact.parametersOf(json.parameters));
+  const { binaryDataOutput } = applyRequestParameters(request, params);
   const form: OutputForm = { defaultBinary: binaryDataOutput };
   try {
     decodeInputs(json.inputs, body, jsonLength, request, form, exact, sharedMemory);
@@ -254,7 +264,24 @@ export function decodeInferRequest(
     releaseSharedMemory(form);
     throw e;
   }
-  return { request, form };
+  if (cache === undefined || jsonLength === undefined || form.sharedMemory !== undefined || !allBinary(json.inputs)) return { request, form };
+  const cached = cache.remember(body, jsonLength, {
+    id: request.id,
+    params,
+    inputs: request.inputs.map((t, i) => ({ name: t.name, datatype: t.datatype, shape: t.shape.slice(), byteSize: json.inputs[i].parameters!.binary_data_size as number })),
+    outputs: request.outputs?.map((o) => ({ ...o })),
+    form,
+  });
+  return { request, form, cached };
+}
+
+/** Every input's data lies in the binary section (none in the JSON, none in shared memory). */
+function allBinary(inputs: { parameters?: Record<string, unknown> }[]): boolean {
+  for (const input of inputs) {
+    const p = input.parameters;
+    if (p === undefined || p.binary_data_size === undefined || p.shared_memory_region !== undefined) return false;
+  }
+  return true;
 }
 
 /** The inputs, in Triton's order of checks; shared-memory ones read into `form.sharedMemory`'s buffers. */

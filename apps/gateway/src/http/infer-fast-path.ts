@@ -2,9 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { BufferPool, type InferenceCore, type SystemSharedMemory } from '@nereid/core';
 import { HttpRequestErrors, InferenceError, toInferenceError, type InferenceResponse } from '@nereid/protocol';
-import { isReclaimable, reclaimStorage } from '@nereid/tensor';
+import { isReclaimable, reclaimStorage, tensorDataToBytes } from '@nereid/tensor';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import type { BodyBudget } from './body-budget';
+import { HeaderCache, type CachedAnswer } from './header-cache';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
 import {
@@ -156,6 +157,8 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, pool
  */
 export class InferFastPath {
   private readonly bodies = new BufferPool();
+  /** The JSON headers of binary requests seen lately, decoded (header-cache.ts). */
+  private readonly headers = new HeaderCache();
 
   constructor(
     private readonly core: InferenceCore,
@@ -201,8 +204,8 @@ export class InferFastPath {
         throw InferenceError.unsupported("HTTP end point doesn't support models with decoupled transaction policy");
       }
       const header = req.headers['inference-header-content-length'] as string | undefined;
-      const decoded = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version), this.sharedMemory);
-      const { request } = decoded;
+      const decoded = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version), this.sharedMemory, this.headers);
+      const { request, cached } = decoded;
       form = decoded.form;
       const outputForm = form;
       if (this.core.tracing) request.ingress = httpIngress(req);
@@ -219,14 +222,20 @@ export class InferFastPath {
         onResponse: (response, final) => {
           if (response) last = response;
           if (!final) return;
+          // The answer header of an earlier request with this header, when this answer has the same outputs.
+          const plain = cached !== undefined && req.headers['accept-encoding'] === undefined;
+          const answer = plain && last !== undefined ? cached.answerFor(last) : undefined;
           // Encoding throws for outputs the form cannot carry (FP16 asked for as JSON, BYTES that are
           // not UTF-8): thrown back to the core, which answers through onError and counts a failure.
-          const encoded = last !== undefined ? encodeInferResponseText(last, outputForm) : undefined;
+          const encoded = last !== undefined && answer === undefined ? encodeInferResponseText(last, outputForm) : undefined;
           open.delete(abort);
           const trace = request.trace;
           trace?.mark('HTTP_SEND_START');
-          if (encoded !== undefined) {
-            respond(req, res, encoded);
+          if (answer !== undefined) {
+            writeAnswer(res, answer, last!);
+            reclaimWhenSent(res, last!);
+          } else if (encoded !== undefined) {
+            respond(req, res, encoded, plain ? (json, fields) => cached.learn(last!, json, fields) : undefined);
             reclaimWhenSent(res, last!);
           } else fail(res, InferenceError.internal(`model '${model}' sent no response`));
           releaseWhenSent(res, outputForm);
@@ -318,7 +327,10 @@ function openRequestsOf(socket: Socket): Set<LazyAbort> {
   return open;
 }
 
-function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResponseText): void {
+/** Sees the JSON header and header fields of an uncompressed answer with a binary section. */
+type OnBinaryAnswer = (json: Buffer, fields: readonly string[]) => void;
+
+function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResponseText, onBinary?: OnBinaryAnswer): void {
   const accept = req.headers['accept-encoding'];
   const encoding = accept === undefined ? undefined : pickEncoding(accept);
   const binary = encoded.binary;
@@ -327,11 +339,30 @@ function respond(req: IncomingMessage, res: ServerResponse, encoded: EncodedResp
   if (!encoding && binary.length === 0) return writeJson(res, encoded.json);
   const header = Buffer.from(encoded.json);
   const headerLength = binary.length > 0 ? header.length : undefined;
-  if (!encoding) return writeParts(res, header, binary, headerLength);
+  if (!encoding) {
+    const fields = writeParts(res, header, binary, headerLength);
+    if (headerLength !== undefined) onBinary?.(header, fields);
+    return;
+  }
   compress(Buffer.concat([header, ...binary]), encoding).then(
     (body) => writeParts(res, body, NO_PARTS, headerLength, encoding),
     (e: unknown) => fail(res, e),
   );
+}
+
+/** An answer whose JSON header and header fields were cached (header-cache.ts): the outputs' bytes follow as they are. */
+function writeAnswer(res: ServerResponse, answer: CachedAnswer, response: InferenceResponse): void {
+  res.writeHead(200, answer.fields as string[]);
+  const outputs = response.outputs;
+  let last: Uint8Array | undefined;
+  res.write(answer.json);
+  for (let i = 0; i < outputs.length; i++) {
+    const bytes = tensorDataToBytes(outputs[i]);
+    if (bytes.byteLength === 0) continue;
+    if (last !== undefined) res.write(last);
+    last = bytes;
+  }
+  res.end(last);
 }
 
 const NO_PARTS: readonly Uint8Array[] = [];
@@ -345,9 +376,9 @@ function writeJson(res: ServerResponse, text: string): void {
 /**
  * Writes `first` (the JSON header, or the whole compressed body) and each binary output as they
  * are: no concatenation copy. The headers go to writeHead as one flat array, in the order the
- * object form gave them.
+ * object form gave them; returns that array.
  */
-function writeParts(res: ServerResponse, first: Uint8Array, rest: readonly Uint8Array[], headerLength: number | undefined, encoding?: string): void {
+function writeParts(res: ServerResponse, first: Uint8Array, rest: readonly Uint8Array[], headerLength: number | undefined, encoding?: string): string[] {
   let length = first.byteLength;
   for (let i = 0; i < rest.length; i++) length += rest[i].byteLength;
   const headers =
@@ -358,11 +389,12 @@ function writeParts(res: ServerResponse, first: Uint8Array, rest: readonly Uint8
   res.writeHead(200, headers);
   if (rest.length === 0) {
     res.end(first);
-    return;
+    return headers;
   }
   res.write(first);
   for (let i = 0; i < rest.length - 1; i++) res.write(rest[i]);
   res.end(rest[rest.length - 1]);
+  return headers;
 }
 
 function fail(res: ServerResponse, e: unknown): void {
