@@ -4,9 +4,9 @@
  * request's model span in OpenTelemetry mode, None otherwise). The `trace_context` fixture answers
  * with what it got. In OpenTelemetry mode (the built CLI exporting to a test collector, see
  * helpers/otel-server.ts) a request sent with a client's `traceparent` gets
- * `{"traceparent":"00-<the client's trace id>-<its model span's id>-01"}`, over HTTP and gRPC; one
- * sent without is not traced (rate 0) and gets None. In Triton mode a traced request gets None too
- * (Triton's qa/L0_trace checks the same three cases).
+ * `{"traceparent":"00-<the client's trace id>-<its model span's id>-01"}`, over HTTP and gRPC (an
+ * ensemble's step: its own span's); one sent without is not traced (rate 0) and gets None. In
+ * Triton mode a traced request gets None too (Triton's qa/L0_trace checks the same three cases).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,8 +22,8 @@ const MODEL = 'trace_context';
 const body = { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [1] }] };
 
 /** What the model answered over HTTP: whether get_context() was not None, and what it was ('' for None). */
-async function contextOverHttp(base: string, headers: Record<string, string> = {}): Promise<{ has: boolean; context: string }> {
-  const r = await postJson(`${base}/v2/models/${MODEL}/infer`, body, headers);
+async function contextOverHttp(base: string, headers: Record<string, string> = {}, model = MODEL): Promise<{ has: boolean; context: string }> {
+  const r = await postJson(`${base}/v2/models/${model}/infer`, body, headers);
   expect(r.status).toBe(200);
   const out = new Map((r.body.outputs as Msg[]).map((o) => [o.name, o.data[0]]));
   return { has: out.get('HAS_CONTEXT') as boolean, context: out.get('CONTEXT') as string };
@@ -32,7 +32,10 @@ async function contextOverHttp(base: string, headers: Record<string, string> = {
 describe('python backend: request.trace().get_context()', () => {
   let repo: string;
   beforeAll(() => {
-    repo = makeRepository({ [MODEL]: path.join(ROOT, 'test/fixtures/python', MODEL) });
+    repo = makeRepository({
+      [MODEL]: path.join(ROOT, 'test/fixtures/python', MODEL),
+      ensemble_trace_context: path.join(ROOT, 'test/fixtures/python/ensemble_trace_context'),
+    });
   });
 
   describe('OpenTelemetry mode', () => {
@@ -79,6 +82,16 @@ describe('python backend: request.trace().get_context()', () => {
       const context = Buffer.from(raw[names.indexOf('CONTEXT')]).subarray(4).toString('utf8');
       const span = await modelSpan(traceId);
       expect(JSON.parse(context)).toEqual({ traceparent: `00-${traceId}-${span.spanId}-01` });
+    });
+
+    it("is, for an ensemble's step, the step's own model span (a child of the ensemble's)", async () => {
+      const traceId = hex(32);
+      const { has, context } = await contextOverHttp(server.http, { traceparent: `00-${traceId}-${hex(16)}-01` }, 'ensemble_trace_context');
+      expect(has).toBe(true);
+      const step = await modelSpan(traceId);
+      const ensemble = await waitFor('the ensemble span', () => receiver.spans.find((s) => s.traceId === traceId && s.name === 'ensemble_trace_context'));
+      expect(step.parentSpanId).toBe(ensemble.spanId);
+      expect(JSON.parse(context)).toEqual({ traceparent: `00-${traceId}-${step.spanId}-01` });
     });
 
     it('is None for a request that is not traced (no traceparent at rate 0)', async () => {
