@@ -111,6 +111,37 @@ describe('transport codec', () => {
     if (encoded.byteOffset % 8 === 0) expect(got.buffer).toBe(encoded.buffer);
   });
 
+  it('decodes a small message handed over at an odd offset (as Redis replies are) into views of one aligned copy', () => {
+    const out = (name: string): Tensor => ({ name, datatype: 'INT32', shape: [1, 4], data: new Int32Array([1, -2, 3, 1 << 30]) });
+    const encoded = encodeMessage({
+      kind: 'response', requestId: 'gw1:3', final: true,
+      response: { id: '', modelName: 'simple', modelVersion: '1', outputs: [out('OUTPUT0'), out('OUTPUT1')] },
+    });
+    const socketRead = Buffer.alloc(encoded.length + 64);
+    encoded.copy(socketRead, 13);
+    const back = decodeMessage(socketRead.subarray(13, 13 + encoded.length)) as ResponseMessage;
+    const [a, b] = back.response!.outputs.map((t) => t.data as Int32Array);
+    expect([Array.from(a), Array.from(b)]).toEqual([[1, -2, 3, 1 << 30], [1, -2, 3, 1 << 30]]);
+    expect(a.buffer).toBe(b.buffer);
+    expect(a.buffer).not.toBe(socketRead.buffer);
+  });
+
+  it("keeps parameters named like Object.prototype's members, bigint or not", () => {
+    const params = (big: boolean): WireRequest['parameters'] => {
+      const p: WireRequest['parameters'] = {};
+      Object.defineProperty(p, '__proto__', { value: big ? 5n : 'x', enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(p, 'constructor', { value: 'c', enumerable: true, writable: true, configurable: true });
+      return p;
+    };
+    for (const big of [false, true]) {
+      const back = decodeMessage(encodeMessage(batch([request([], { parameters: params(big) })]))) as ExecuteBatchMessage;
+      const p = back.requests[0].parameters;
+      expect(Object.keys(p)).toEqual(['__proto__', 'constructor']);
+      expect(Object.getOwnPropertyDescriptor(p, '__proto__')?.value).toBe(big ? 5n : 'x');
+      expect(Object.getOwnPropertyDescriptor(p, 'constructor')?.value).toBe('c');
+    }
+  });
+
   it('round-trips any tensor of any datatype (property)', () => {
     fuzz(
       fc.property(fc.array(rawTensorArb(), { maxLength: 4 }), fc.boolean(), (raws, misalign) => {

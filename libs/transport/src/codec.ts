@@ -1,4 +1,4 @@
-import type { Parameters, ParameterValue } from '@nereid/protocol';
+import type { Parameters } from '@nereid/protocol';
 import {
   ELEMENT_SIZE, elementCount, isBytesData, isDataType, tensorDataToBytes, viewAs,
   type NumericDataType, type NumericTensorData, type Tensor,
@@ -26,6 +26,8 @@ import { TransportErrors } from './transport-errors';
 const MAGIC = 0x314d524e; // "NRM1" read as a little-endian u32
 const FIXED = 12;
 const ALIGN = 8;
+/** A misaligned message up to this size is copied whole into an aligned buffer before it is decoded. */
+const REALIGN_MAX = 64 * 1024;
 
 interface TensorRef {
   name: string;
@@ -36,37 +38,51 @@ interface TensorRef {
 
 const pad = (n: number): number => (n + ALIGN - 1) & ~(ALIGN - 1);
 
-/** Encodes a message into one Buffer. */
+/**
+ * Encodes a message into one Buffer: one allocation, the header's text written into it in place
+ * (no intermediate Buffer), the frames copied once.
+ */
 export function encodeMessage(message: TransportMessage): Buffer {
   const frames: Uint8Array[] = [];
-  const body = toWire(message, frames);
-  const header = Buffer.from(JSON.stringify(body), 'utf8');
-  let total = pad(FIXED + frames.length * 8 + header.length);
+  const header = JSON.stringify(toWire(message, frames));
+  const headerLength = Buffer.byteLength(header, 'utf8');
+  const headerAt = FIXED + frames.length * 8;
+  let total = pad(headerAt + headerLength);
   for (const f of frames) total += pad(f.byteLength);
   const out = Buffer.allocUnsafe(total);
   out.writeUInt32LE(MAGIC, 0);
-  out.writeUInt32LE(header.length, 4);
+  out.writeUInt32LE(headerLength, 4);
   out.writeUInt32LE(frames.length, 8);
   let at = FIXED;
   for (const f of frames) {
-    out.writeUIntLE(f.byteLength, at, 6);
-    out.writeUInt16LE(0, at + 6);
+    // A u64 length: frames are under 2^48 bytes (the decoder checks the high half).
+    out.writeUInt32LE(f.byteLength % 0x1_0000_0000, at);
+    out.writeUInt32LE(Math.floor(f.byteLength / 0x1_0000_0000), at + 4);
     at += 8;
   }
-  header.copy(out, at);
-  at += header.length;
+  at += out.write(header, at, headerLength, 'utf8');
   for (const f of frames) {
-    const start = pad(at);
-    out.fill(0, at, start);
-    out.set(f, start);
-    at = start + f.byteLength;
+    at = zeroTo(out, at, pad(at));
+    out.set(f, at);
+    at += f.byteLength;
   }
-  out.fill(0, at, total);
+  zeroTo(out, at, total);
   return out;
 }
 
+/** Zeroes `out` from `at` to `end` (padding: a few bytes, never the allocator's old contents); returns `end`. */
+function zeroTo(out: Buffer, at: number, end: number): number {
+  while (at < end) out[at++] = 0;
+  return end;
+}
+
 /** Decodes what `encodeMessage` made; throws an INTERNAL InferenceError on anything malformed. */
-export function decodeMessage(buf: Uint8Array): TransportMessage {
+export function decodeMessage(input: Uint8Array): TransportMessage {
+  // Redis hands each message over as a slice at any offset of what the socket read: a small one is
+  // moved to an 8-aligned copy once (Node's Buffer pool is 8-aligned), so that its tensors are views
+  // of it, not each a copy in an ArrayBuffer of its own. A large one's misaligned tensors are
+  // copied one by one (viewAs): a message of one large UINT8 or BYTES tensor needs none.
+  const buf = input.byteOffset % ALIGN !== 0 && input.byteLength <= REALIGN_MAX ? Buffer.from(input) : input;
   if (buf.byteLength < FIXED) throw TransportErrors.badMessage(`${buf.byteLength} bytes is shorter than the ${FIXED}-byte prefix`);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if (view.getUint32(0, true) !== MAGIC) throw TransportErrors.badMessage('wrong magic number');
@@ -83,7 +99,9 @@ export function decodeMessage(buf: Uint8Array): TransportMessage {
     at += 8;
   }
   if (headerLength > buf.byteLength - at) throw TransportErrors.badMessage(`header of ${headerLength} bytes runs past the end`);
-  const headerText = Buffer.from(buf.buffer, buf.byteOffset + at, headerLength).toString('utf8');
+  const headerText = Buffer.isBuffer(buf)
+    ? buf.toString('utf8', at, at + headerLength)
+    : Buffer.from(buf.buffer, buf.byteOffset + at, headerLength).toString('utf8');
   at += headerLength;
   const frames: Uint8Array[] = [];
   for (let i = 0; i < frameCount; i++) {
@@ -132,9 +150,16 @@ function responseToWire(r: WireResponse, frames: Uint8Array[]): unknown {
   };
 }
 
-function paramsToWire(p: Parameters): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(p)) out[k] = typeof v === 'bigint' ? { $bigint: v.toString() } : v;
+/** The parameters as the header carries them: themselves when no value is a bigint (the common case). */
+function paramsToWire(p: Parameters): Parameters | Record<string, unknown> {
+  const keys = Object.keys(p);
+  if (!keys.some((k) => typeof p[k] === 'bigint')) return p;
+  // No prototype: a parameter named `__proto__` stays a plain entry.
+  const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const k of keys) {
+    const v = p[k];
+    out[k] = typeof v === 'bigint' ? { $bigint: v.toString() } : v;
+  }
   return out;
 }
 
@@ -161,63 +186,65 @@ function need<T>(ok: boolean, value: T, what: string): T {
   return value;
 }
 
+/**
+ * The message from its parsed header, converted in place: the header's objects are fresh from
+ * JSON.parse and nobody else's, so tensors, bigints and parameters replace their wire forms where
+ * they are instead of being copied into new objects.
+ */
 function fromWire(body: unknown, frames: Uint8Array[]): TransportMessage {
   if (!isObj(body)) throw TransportErrors.badMessage('header is not an object');
   const kind = body.kind;
   if (typeof kind !== 'string' || !(MESSAGE_KINDS as readonly string[]).includes(kind)) {
     throw TransportErrors.badMessage(`unknown kind ${JSON.stringify(kind)?.slice(0, 40)}`);
   }
-  const used = new Set<number>();
+  const used = new Uint8Array(frames.length);
   switch (kind) {
     case 'execute-batch': {
       const requests = need(Array.isArray(body.requests), body.requests as unknown[], 'execute-batch without requests');
-      return { ...body, requests: requests.map((r) => requestFromWire(r, frames, used)) } as TransportMessage;
+      for (let i = 0; i < requests.length; i++) requests[i] = requestFromWire(requests[i], frames, used);
+      return body as unknown as TransportMessage;
     }
     case 'response':
-      if (body.response === undefined) return body as unknown as TransportMessage;
-      return { ...body, response: responseFromWire(body.response, frames, used) } as TransportMessage;
+      if (body.response !== undefined) body.response = responseFromWire(body.response, frames, used);
+      return body as unknown as TransportMessage;
     default:
       return body as unknown as TransportMessage;
   }
 }
 
-function requestFromWire(r: unknown, frames: Uint8Array[], used: Set<number>): WireRequest {
+function requestFromWire(r: unknown, frames: Uint8Array[], used: Uint8Array): WireRequest {
   if (!isObj(r)) throw TransportErrors.badMessage('a request is not an object');
   const inputs = need(Array.isArray(r.inputs), r.inputs as unknown[], 'a request without inputs');
-  const out = {
-    ...r,
-    inputs: inputs.map((t) => tensorFromRef(t, frames, used)),
-    parameters: paramsFromWire(r.parameters),
-    correlationId: isObj(r.correlationId) ? bigintFrom(r.correlationId) : r.correlationId,
-  } as Obj;
+  for (let i = 0; i < inputs.length; i++) inputs[i] = tensorFromRef(inputs[i], frames, used);
+  r.parameters = paramsFromWire(r.parameters);
+  if (isObj(r.correlationId)) r.correlationId = bigintFrom(r.correlationId);
   if (Array.isArray(r.outputs)) {
-    out.outputs = r.outputs.map((o: unknown) => (isObj(o) && o.parameters !== undefined ? { ...o, parameters: paramsFromWire(o.parameters) } : o));
-  } else {
-    delete out.outputs;
+    for (const o of r.outputs as unknown[]) if (isObj(o) && o.parameters !== undefined) o.parameters = paramsFromWire(o.parameters);
+  } else if ('outputs' in r) {
+    delete r.outputs;
   }
-  return out as unknown as WireRequest;
+  return r as unknown as WireRequest;
 }
 
-function responseFromWire(r: unknown, frames: Uint8Array[], used: Set<number>): WireResponse {
+function responseFromWire(r: unknown, frames: Uint8Array[], used: Uint8Array): WireResponse {
   if (!isObj(r)) throw TransportErrors.badMessage('a response is not an object');
   const outputs = need(Array.isArray(r.outputs), r.outputs as unknown[], 'a response without outputs');
-  const out: Obj = { ...r, outputs: outputs.map((t) => tensorFromRef(t, frames, used)) };
-  if (r.parameters !== undefined) out.parameters = paramsFromWire(r.parameters);
-  else delete out.parameters;
-  return out as unknown as WireResponse;
+  for (let i = 0; i < outputs.length; i++) outputs[i] = tensorFromRef(outputs[i], frames, used);
+  if (r.parameters !== undefined) r.parameters = paramsFromWire(r.parameters);
+  return r as unknown as WireResponse;
 }
 
+/** Checks each value and turns `{$bigint}` ones back into bigints, in place (JSON.parse made every key an own property, `__proto__` too). */
 function paramsFromWire(p: unknown): Parameters {
   if (!isObj(p)) throw TransportErrors.badMessage('parameters are not an object');
-  const out: Parameters = {};
-  for (const [k, v] of Object.entries(p)) {
-    let value: ParameterValue;
-    if (isObj(v)) value = bigintFrom(v);
-    else if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') value = v;
-    else throw TransportErrors.badMessage(`parameter '${k.slice(0, 40)}' has no valid value`);
-    out[k] = value;
+  for (const k of Object.keys(p)) {
+    const v = p[k];
+    if (isObj(v)) p[k] = bigintFrom(v);
+    else if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
+      throw TransportErrors.badMessage(`parameter '${k.slice(0, 40)}' has no valid value`);
+    }
   }
-  return out;
+  return p as Parameters;
 }
 
 function bigintFrom(v: Obj): bigint {
@@ -226,7 +253,7 @@ function bigintFrom(v: Obj): bigint {
   return BigInt(s);
 }
 
-function tensorFromRef(ref: unknown, frames: Uint8Array[], used: Set<number>): Tensor {
+function tensorFromRef(ref: unknown, frames: Uint8Array[], used: Uint8Array): Tensor {
   if (!isObj(ref)) throw TransportErrors.badMessage('a tensor is not an object');
   const { name, datatype, shape, frame } = ref;
   if (typeof name !== 'string') throw TransportErrors.badMessage('a tensor without a name');
@@ -234,10 +261,10 @@ function tensorFromRef(ref: unknown, frames: Uint8Array[], used: Set<number>): T
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
     throw TransportErrors.badMessage(`tensor '${name.slice(0, 40)}' has a bad shape`);
   }
-  if (typeof frame !== 'number' || !Number.isInteger(frame) || frame < 0 || frame >= frames.length || used.has(frame)) {
+  if (typeof frame !== 'number' || !Number.isInteger(frame) || frame < 0 || frame >= frames.length || used[frame] === 1) {
     throw TransportErrors.badMessage(`tensor '${name.slice(0, 40)}' names a missing or reused frame`);
   }
-  used.add(frame);
+  used[frame] = 1;
   const bytes = frames[frame];
   const count = elementCount(shape as number[]);
   if (datatype === 'BYTES') {
