@@ -83,6 +83,10 @@ export interface AbortSource {
   readonly signal: AbortSignal;
   /** Whether it was aborted, read without building the signal. */
   readonly aborted: boolean;
+  /** Calls `listener` once when it is aborted (not when it already was), without building the signal. */
+  listen?(listener: () => void): void;
+  /** Stops calling `listener`. */
+  unlisten?(listener: () => void): void;
 }
 
 /**
@@ -117,6 +121,11 @@ class FreshRequest implements InferenceRequest {
     this.ownSignal = signal;
   }
 
+  /** The signal set on the request itself, if any (never builds the lazy one). */
+  ownSignalIfAny(): AbortSignal | undefined {
+    return this.ownSignal;
+  }
+
   get cancelled(): boolean {
     return this.ownSignal !== undefined ? this.ownSignal.aborted : this.abortSource?.aborted === true;
   }
@@ -125,6 +134,27 @@ class FreshRequest implements InferenceRequest {
 /** A fresh request with every optional field at its default. */
 export function newInferenceRequest(modelName: string, modelVersion: number): InferenceRequest {
   return new FreshRequest(modelName, modelVersion);
+}
+
+/**
+ * Calls `listener` once when the client of `request` goes away (nothing when it already has, as an
+ * AbortSignal's listener): through the request's lazy abort source where it has one, so that no
+ * AbortSignal is built for the request; otherwise on its signal. Undo with `removeCancelListener`.
+ */
+export function addCancelListener(request: InferenceRequest, listener: () => void): void {
+  if (request instanceof FreshRequest && request.ownSignalIfAny() === undefined && request.abortSource?.listen) {
+    request.abortSource.listen(listener);
+  } else {
+    request.signal?.addEventListener('abort', listener, { once: true });
+  }
+}
+
+export function removeCancelListener(request: InferenceRequest, listener: () => void): void {
+  if (request instanceof FreshRequest && request.ownSignalIfAny() === undefined && request.abortSource?.unlisten) {
+    request.abortSource.unlisten(listener);
+  } else {
+    request.signal?.removeEventListener('abort', listener);
+  }
 }
 
 /** Gives `request` a signal built only when read; false when the request is not one of ours. */

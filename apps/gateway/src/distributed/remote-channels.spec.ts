@@ -1,4 +1,5 @@
-import type { InferenceError, InferenceRequest, InferenceResponse, ResponseSink } from '@nereid/protocol';
+import { newInferenceRequest, type InferenceError, type InferenceRequest, type InferenceResponse, type ResponseSink } from '@nereid/protocol';
+import { LazyAbort } from '../grpc/lazy-abort';
 import {
   CancelRegistry, InMemoryBroker, InMemoryPort, Names, ResponseRouter, type ExecuteBatchMessage, type SchedulerChannel, type TransportMessage,
 } from '@nereid/transport';
@@ -110,5 +111,46 @@ describe('ClusterSchedulerChannel (a gateway, over the in-memory port)', () => {
     expect(sink.responses).toEqual([]);
     expect(router.dropped).toBe(1);
     await cancels.stop();
+  });
+
+  it("cancels a front door's request through its lazy abort, never building the request's AbortSignal", async () => {
+    const cancels = new CancelRegistry(workerPort);
+    await cancels.start();
+    const lazy = new LazyAbort();
+    const req = newInferenceRequest('simple', -1);
+    req.inputs = request().inputs;
+    lazy.attach(req);
+    const sink = new RecordingSink();
+    channel.enqueue('simple/1/7', { request: req, sink });
+    await tick();
+    const running = cancels.track(queued[0].requests[0].requestId);
+    expect((lazy as unknown as { controller?: AbortController }).controller).toBeUndefined();
+    lazy.abort();
+    await tick();
+    expect(sink.errors.map((e) => e.code)).toEqual(['CANCELLED']);
+    expect(running.aborted).toBe(true);
+    expect(channel.pendingCount('simple/1/7')).toBe(0);
+    expect((lazy as unknown as { controller?: AbortController }).controller).toBeUndefined();
+    await cancels.stop();
+  });
+
+  it('an answered request stops listening for its client: a later abort sends no cancel', async () => {
+    const lazy = new LazyAbort();
+    const req = newInferenceRequest('simple', -1);
+    req.inputs = request().inputs;
+    lazy.attach(req);
+    const sink = new RecordingSink();
+    const published: TransportMessage[] = [];
+    await workerPort.subscribe(Names.cancelTopic, (m) => published.push(m));
+    channel.enqueue('simple/1/7', { request: req, sink });
+    await tick();
+    await workerPort.send(Names.gatewayMailbox('gw-a'), { kind: 'response', requestId: queued[0].requests[0].requestId, final: true });
+    await tick();
+    lazy.abort();
+    await tick();
+    expect(sink.responses).toEqual([[undefined, true]]);
+    expect(sink.errors).toEqual([]);
+    expect(published).toEqual([]);
+    expect(channel.pendingCount('simple/1/7')).toBe(0);
   });
 });

@@ -1,8 +1,8 @@
 import type { AutoCompleteContext } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
-import { InferenceError, toInferenceError, type ExecutionItem } from '@nereid/protocol';
+import { addCancelListener, InferenceError, removeCancelListener, toInferenceError, type ExecutionItem } from '@nereid/protocol';
 import type {
-  ExecuteBatchMessage, MessagePort, ModelKey, ResponseMessage, ResponseRouter, SchedulerChannel, WorkerCapacity,
+  ExecuteBatchMessage, MessagePort, ModelKey, ResponseMessage, ResponseRouter, ResponseWaiter, SchedulerChannel, WorkerCapacity,
   WorkerChannel, WorkerLoadSpec,
 } from '@nereid/transport';
 import {
@@ -59,6 +59,56 @@ export class ClusterWorkerChannel implements WorkerChannel {
   async unload(): Promise<void> {}
 }
 
+/** A model version this channel sends to: what every request for it needs, worked out once at open. */
+interface Lane {
+  /** `<name>/<version>`: the execute-batch's key. */
+  readonly key: string;
+  readonly name: string;
+  readonly version: number;
+  readonly queue: string;
+  /** Requests sent and not finally answered. */
+  pending: number;
+}
+
+/**
+ * One request on its way through the cluster: the router's waiter for its responses and its
+ * client's cancel listener, one object (and its one listener) per request.
+ */
+class RemoteRequest implements ResponseWaiter {
+  constructor(
+    private readonly router: ResponseRouter,
+    private readonly lane: Lane,
+    private readonly item: ExecutionItem,
+    private readonly requestId: string,
+  ) {}
+
+  /** The client went away: the cluster stops working on it, the sink hears CANCELLED. */
+  readonly onCancel = (): void => {
+    this.done();
+    void this.router.cancel(this.requestId).catch(() => undefined);
+    this.item.sink.fail(new InferenceError('CANCELLED', 'Request was cancelled'));
+  };
+
+  onResponse(m: ResponseMessage): void {
+    const sink = this.item.sink;
+    if (m.final) this.done();
+    if (m.stats) sink.executed?.(statsFromWire(m.stats));
+    if (m.error) sink.fail(errorFromWire(m));
+    else sink.send(m.response && responseFromWire(m.response), m.final);
+  }
+
+  /** The port could not take the request (Redis gone): its answer is the port's error. */
+  failed(e: unknown): void {
+    const error = toInferenceError(e);
+    this.router.route({ kind: 'response', requestId: this.requestId, final: true, error: { code: error.code, message: error.message } });
+  }
+
+  private done(): void {
+    this.lane.pending--;
+    removeCancelListener(this.item.request, this.onCancel);
+  }
+}
+
 /**
  * A gateway's view of the schedulers (distributed mode): each request becomes a message on its
  * model version's request queue (an execute-batch of one request), and its responses come back
@@ -68,7 +118,7 @@ export class ClusterWorkerChannel implements WorkerChannel {
  */
 export class ClusterSchedulerChannel implements SchedulerChannel {
   private readonly ensembles = new Set<ModelKey>();
-  private readonly pending = new Map<ModelKey, number>();
+  private readonly lanes = new Map<ModelKey, Lane>();
 
   constructor(
     private readonly port: MessagePort,
@@ -84,7 +134,17 @@ export class ClusterSchedulerChannel implements SchedulerChannel {
       this.local.open(key, config, capacity, modelDir);
       return;
     }
-    this.pending.set(key, 0);
+    this.laneOf(key, config.name ?? key.slice(0, key.indexOf('/')));
+  }
+
+  private laneOf(key: ModelKey, name: string): Lane {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      const version = versionOf(key);
+      lane = { key: `${name}/${version}`, name, version, queue: requestQueueOf(name, version), pending: 0 };
+      this.lanes.set(key, lane);
+    }
+    return lane;
   }
 
   enqueue(key: ModelKey, item: ExecutionItem): void {
@@ -93,52 +153,35 @@ export class ClusterSchedulerChannel implements SchedulerChannel {
       return;
     }
     const request = item.request;
-    const requestId = this.router.nextRequestId();
-    const version = versionOf(key);
-    if (this.watch && !this.watch.serves(request.modelName, version)) {
-      item.sink.fail(InferenceError.unavailable(`no live worker of the cluster serves model '${request.modelName}' version ${version}`));
+    const lane = this.laneOf(key, request.modelName);
+    if (this.watch && !this.watch.serves(lane.name, lane.version)) {
+      item.sink.fail(InferenceError.unavailable(`no live worker of the cluster serves model '${request.modelName}' version ${lane.version}`));
       return;
     }
+    const requestId = this.router.nextRequestId();
     const message: ExecuteBatchMessage = {
       kind: 'execute-batch',
       batchId: requestId,
-      key: `${request.modelName}/${version}`,
+      key: lane.key,
       instance: -1,
       slot: 0,
       requests: [requestToWire(request, requestId, this.router.gatewayId)],
     };
-    const done = (): void => {
-      const n = this.pending.get(key);
-      if (n !== undefined) this.pending.set(key, n - 1);
-      request.signal?.removeEventListener('abort', onAbort);
-    };
-    const onAbort = (): void => {
-      done();
-      void this.router.cancel(requestId).catch(() => undefined);
-      item.sink.fail(new InferenceError('CANCELLED', 'Request was cancelled'));
-    };
-    this.pending.set(key, (this.pending.get(key) ?? 0) + 1);
-    this.router.register(requestId, {
-      onResponse: (m: ResponseMessage) => {
-        if (m.final) done();
-        if (m.stats) item.sink.executed?.(statsFromWire(m.stats));
-        if (m.error) item.sink.fail(errorFromWire(m));
-        else item.sink.send(m.response && responseFromWire(m.response), m.final);
-      },
-    });
-    request.signal?.addEventListener('abort', onAbort, { once: true });
-    this.port.enqueue(requestQueueOf(request.modelName, version), message).catch((e: unknown) => {
-      this.router.route({ kind: 'response', requestId, final: true, error: { code: toInferenceError(e).code, message: toInferenceError(e).message } });
-    });
+    const remote = new RemoteRequest(this.router, lane, item, requestId);
+    lane.pending++;
+    this.router.register(requestId, remote);
+    addCancelListener(request, remote.onCancel);
+    this.port.enqueue(lane.queue, message).catch((e: unknown) => remote.failed(e));
   }
 
   async close(key: ModelKey, options?: { drainSequences?: boolean }): Promise<void> {
     if (this.ensembles.delete(key)) return this.local.close(key, options);
-    while ((this.pending.get(key) ?? 0) > 0) await sleep(20);
-    this.pending.delete(key);
+    const lane = this.lanes.get(key);
+    while (lane && lane.pending > 0) await sleep(20);
+    this.lanes.delete(key);
   }
 
   pendingCount(key: ModelKey): number {
-    return this.ensembles.has(key) ? this.local.pendingCount(key) : (this.pending.get(key) ?? 0);
+    return this.ensembles.has(key) ? this.local.pendingCount(key) : (this.lanes.get(key)?.pending ?? 0);
   }
 }

@@ -8,6 +8,8 @@ import { setAbortSource, type InferenceRequest } from '@nereid/protocol';
 export class LazyAbort {
   private controller?: AbortController;
   private wasAborted = false;
+  /** Called once on abort, beside the signal's listeners (addCancelListener: no signal built for them). */
+  private listeners?: Array<() => void>;
 
   get aborted(): boolean {
     return this.wasAborted;
@@ -22,8 +24,22 @@ export class LazyAbort {
   }
 
   abort(): void {
+    if (this.wasAborted) return;
     this.wasAborted = true;
     this.controller?.abort();
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    for (const l of listeners ?? []) l();
+  }
+
+  listen(listener: () => void): void {
+    if (this.wasAborted) return;
+    (this.listeners ??= []).push(listener);
+  }
+
+  unlisten(listener: () => void): void {
+    const at = this.listeners?.indexOf(listener) ?? -1;
+    if (at >= 0) this.listeners!.splice(at, 1);
   }
 
   /**
