@@ -12,7 +12,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-const nativeDir = path.join(root, 'native');
+// NEREID_NATIVE_DIR: another folder of addons (test/native-build.e2e-spec.ts builds copies there).
+const nativeDir = process.env.NEREID_NATIVE_DIR ? path.resolve(process.env.NEREID_NATIVE_DIR) : path.join(root, 'native');
 const STAMP = 'nereid-sources.sha256';
 const LOG = 'nereid-build.log';
 
