@@ -93,4 +93,78 @@ describe('redis port: one pipeline per event-loop turn', () => {
       await consumer.close();
     }
   });
+
+  it("writes a handler's acks and sends ahead of its consumer's next read, on the consumer's connection", async () => {
+    const [producer, consumer] = [await RedisPort.connect({ url: redis.url, prefix }), await RedisPort.connect({ url: redis.url, prefix })];
+    const monitor = await probe.monitor();
+    try {
+      const seen: Array<{ command: string; key: string; client: string }> = [];
+      monitor.on('monitor', (_time: string, args: string[], client: string) => {
+        const key = args.map(String).find((a) => a.startsWith(prefix));
+        if (key) seen.push({ command: String(args[0]).toLowerCase(), key, client });
+      });
+      const answers: string[] = [];
+      await producer.receive('piggy-answers', (m) => answers.push((m as CancelMessage).requestId));
+      await consumer.consume('piggy', (d) => {
+        void consumer.send('piggy-answers', { kind: 'cancel', requestId: (d.message as ExecuteBatchMessage).batchId });
+        void d.ack();
+      });
+      for (let i = 0; i < 5; i++) {
+        await producer.enqueue('piggy', batch(`p${i}`));
+        await until(`answer ${i}`, () => answers.length === i + 1, 10_000);
+      }
+      // The consumer's reads come from one client (its blocking connection); its acks and answers ride on the same one.
+      const reads = new Set(seen.filter((c) => c.command === 'xreadgroup').map((c) => c.client));
+      expect(reads.size).toBe(1);
+      const [reader] = reads;
+      const acks = seen.filter((c) => c.command === 'xack' && c.key === `${prefix}q:piggy`);
+      const sends = seen.filter((c) => c.command === 'xadd' && c.key === `${prefix}m:piggy-answers`);
+      expect(acks).toHaveLength(5);
+      expect(sends).toHaveLength(5);
+      expect([...acks, ...sends].every((c) => c.client === reader)).toBe(true);
+    } finally {
+      monitor.disconnect();
+      await producer.close();
+      await consumer.close();
+    }
+  });
+
+  it("keeps a port's sends to a mailbox in order when they go on different connections", async () => {
+    // A long command timeout: on a busy machine, megabytes queued ahead of a send may take over a second.
+    const options = { url: redis.url, prefix, commandTimeoutMs: 10_000 };
+    const [producer, consumer] = [await RedisPort.connect(options), await RedisPort.connect(options)];
+    try {
+      const sent: string[] = [];
+      const got: string[] = [];
+      const errors: unknown[] = [];
+      await producer.receive('order', (m) => got.push((m as CancelMessage).requestId.replace(/\.+$/, '')));
+      const say = (v: string, bytes = 0): void => {
+        sent.push(v);
+        // A cancel's id is any string: a long one makes a large message.
+        consumer.send('order', { kind: 'cancel', requestId: bytes > 0 ? v.padEnd(bytes, '.') : v }).catch((e: unknown) => errors.push(e));
+      };
+      // Each delivery answers with a large message (written at once, on the port's command
+      // connection: Redis takes a while to read it) and then small ones: at the turn's end (ahead of
+      // the consumer's next read, on its connection, unless that would overtake the large one) and
+      // a little later, so that the two paths interleave.
+      await consumer.consume('order-in', (d) => {
+        const id = (d.message as ExecuteBatchMessage).batchId;
+        say(`${id}.large`, 400 * 1024);
+        say(`${id}.a`);
+        setImmediate(() => say(`${id}.b`));
+        setTimeout(() => say(`${id}.c`), 0);
+        void d.ack();
+      });
+      for (let round = 0; round < 10; round++) {
+        await Promise.all(Array.from({ length: 4 }, (_, i) => producer.enqueue('order-in', batch(`r${round}-${i}`))));
+        await new Promise((r) => setTimeout(r, round % 3));
+      }
+      await until('160 answers', () => got.length + errors.length >= 160, 30_000);
+      expect(errors).toEqual([]);
+      expect(got).toEqual(sent);
+    } finally {
+      await producer.close();
+      await consumer.close();
+    }
+  });
 });

@@ -21,6 +21,14 @@ interface Acks {
   waiters: Waiter[];
 }
 
+/** The commands gathered for one pipeline. */
+interface Turn {
+  entries: Entry[];
+  acks?: Map<string, Acks>;
+  extra?: Array<{ args: [string, ...Array<string | number>]; waiter: Waiter }>;
+  bytes: number;
+}
+
 /** A turn whose messages reach this many bytes is written at once; a message this large goes alone. */
 const LARGE_BYTES = 256 * 1024;
 
@@ -38,6 +46,12 @@ export const FIELD = Buffer.from('m');
  * that stream, in order. Every append of a turn is written before the turn's acks, so
  * an ack never overtakes the response it follows. When the turn's pipeline fails or times out
  * (`timed`), every command of it fails.
+ *
+ * A reader that issues its next blocking read at the end of a turn takes the turn's commands
+ * along (`aheadOf`): they go ahead of the read on the reader's own connection, in the same
+ * write, so that a turn that reads and answers costs one write, not two. Redis answers them at
+ * once (the read blocks after them). The port's commands keep their order across connections:
+ * a pipeline goes on another connection than the one before only once that one has answered.
  */
 export class RedisOutbox {
   private entries: Entry[] = [];
@@ -49,6 +63,13 @@ export class RedisOutbox {
   /** Bytes written and not answered yet: a pipeline waits behind them, so its timeout counts them. */
   private inflight = 0;
   private scheduled = false;
+  /** Pipelines written and not answered yet, and the connection of the last one. */
+  private unanswered = 0;
+  private lastConn?: Redis;
+  /** A flush waits for the answers of pipelines on another connection (the order holds). */
+  private waiting = false;
+  /** Readers about to issue their next read with the turn's commands ahead of it (`hold`). */
+  private holds = 0;
 
   constructor(
     private readonly cmd: Redis,
@@ -58,11 +79,11 @@ export class RedisOutbox {
 
   /** Appends `data` to the stream `key`: its own entry, or (`merge`) the turn's shared entry of that stream. */
   append(key: string, data: Buffer, merge: boolean): Promise<void> {
-    if (data.length >= LARGE_BYTES) {
-      // What is already waiting goes first (the order holds), then this alone: no copy into a turn's buffer.
-      this.flush();
+    if (data.length >= LARGE_BYTES && this.flush() && this.mayWriteOn(this.cmd)) {
+      // What was waiting went first (the order holds), then this alone: no copy into a turn's buffer.
+      // (When the order does not allow it yet, it joins the turn, written once it may be.)
       return new Promise<void>((resolve, reject) => {
-        this.write({ entries: [{ key, messages: [data], waiters: [{ resolve, reject }] }], bytes: data.length });
+        this.write({ entries: [{ key, messages: [data], waiters: [{ resolve, reject }] }], bytes: data.length }, this.cmd);
       });
     }
     return new Promise<void>((resolve, reject) => {
@@ -107,31 +128,87 @@ export class RedisOutbox {
     } else if (!this.scheduled) {
       this.scheduled = true;
       // After the turn's I/O callbacks: what every socket read of this turn asked for goes in one write.
-      setImmediate(() => this.flush());
+      setImmediate(() => {
+        // A reader that holds the outbox takes the turn's commands along with its next read.
+        if (this.holds > 0) this.scheduled = false;
+        else this.flush();
+      });
     }
   }
 
-  /** Writes what the turn has gathered so far (now, not at the turn's end). */
-  flush(): void {
+  /**
+   * Keeps the turn's commands for a reader that will issue its next read at the end of the turn
+   * (`aheadOf`) instead of writing them on their own; the returned function ends the hold, and
+   * writes what is left when no other reader holds the outbox.
+   */
+  hold(): () => void {
+    this.holds++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      if (--this.holds === 0 && this.pending && !this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    };
+  }
+
+  /**
+   * Writes what the turn has gathered so far (now, not at the turn's end), on the port's command
+   * connection. False when it cannot yet: a pipeline on another connection has not answered, and
+   * this one would overtake it (it is written once that one answers).
+   */
+  flush(): boolean {
     this.scheduled = false;
-    if (this.entries.length === 0 && this.acks.size === 0 && this.extra.length === 0) return;
+    if (!this.pending) return true;
+    if (!this.mayWriteOn(this.cmd)) {
+      this.waiting = true;
+      return false;
+    }
+    this.write(this.take(), this.cmd);
+    return true;
+  }
+
+  /**
+   * Issues a reader's next read on its own connection `conn` (`issue` must write its command(s)
+   * at once, as ioredis does on a ready connection) with what the turn has gathered written
+   * ahead of it, in the same socket write, when the order allows; otherwise the read alone.
+   */
+  aheadOf<T>(conn: Redis, issue: () => Promise<T>): Promise<T> {
+    if (!this.pending || conn.status !== 'ready' || !this.mayWriteOn(conn)) return issue();
+    const socket = conn.stream;
+    socket.cork();
+    try {
+      this.write(this.take(), conn);
+      return issue();
+    } finally {
+      socket.uncork();
+    }
+  }
+
+  /** Whether commands are gathered and not written yet. */
+  get pending(): boolean {
+    return this.entries.length > 0 || this.acks.size > 0 || this.extra.length > 0;
+  }
+
+  private mayWriteOn(conn: Redis): boolean {
+    return this.unanswered === 0 || this.lastConn === conn;
+  }
+
+  private take(): Turn {
     const turn = { entries: this.entries, acks: this.acks, extra: this.extra, bytes: this.bytes };
     this.entries = [];
     this.merged = new Map();
     this.acks = new Map();
     this.extra = [];
     this.bytes = 0;
-    this.write(turn);
+    return turn;
   }
 
-  /** Runs one pipeline; each waiter hears its own commands' outcome, and all of them a failed pipeline's. */
-  private write(turn: {
-    entries: Entry[];
-    acks?: Map<string, Acks>;
-    extra?: Array<{ args: [string, ...Array<string | number>]; waiter: Waiter }>;
-    bytes: number;
-  }): void {
-    const p: ChainableCommander = this.cmd.pipeline();
+  /** Runs one pipeline on `conn`; each waiter hears its own commands' outcome, and all of them a failed pipeline's. */
+  private write(turn: Turn, conn: Redis): void {
+    const p: ChainableCommander = conn.pipeline();
     /** Each operation: its first command's index in the pipeline, its command count, its waiters. */
     const ops: Array<{ at: number; n: number; waiters: Waiter[] }> = [];
     let at = 0;
@@ -152,8 +229,14 @@ export class RedisOutbox {
       ops.push({ at: at++, n: 1, waiters: [e.waiter] });
     }
     this.inflight += turn.bytes;
+    this.unanswered++;
+    this.lastConn = conn;
     const settled = (): void => {
       this.inflight -= turn.bytes;
+      if (--this.unanswered === 0 && this.waiting) {
+        this.waiting = false;
+        this.flush();
+      }
     };
     this.timed(this.inflight, p.exec()).then(
       (results) => {

@@ -139,7 +139,7 @@ export class RedisPort implements MessagePort {
 
   async receive(mailbox: string, handler: (m: TransportMessage) => void, options: ReceiveOptions = {}): Promise<Subscription> {
     this.subscriptions.check();
-    const reader = new MailboxReader(this.blockingConnection(), this.key('m', mailbox), handler, this.onError, options.onLost);
+    const reader = new MailboxReader(this.outbox, this.blockingConnection(), this.key('m', mailbox), handler, this.onError, options.onLost);
     await reader.start();
     return this.subscriptions.track(reader);
   }

@@ -11,6 +11,8 @@ import { TransportErrors } from './transport-errors';
  * The Redis port's two readers, each a loop of blocking reads on a connection of its own: a work
  * queue's consumer (XREADGROUP / XAUTOCLAIM), whose acks go through the port's outbox with the
  * turn's other commands, and a mailbox's receiver (XREAD), whose deletes ride behind its reads.
+ * Each issues its next read at the end of the turn that handled the last one's messages, with the
+ * outbox's commands of that turn written ahead of it on its connection (RedisOutbox.aheadOf).
  */
 
 /**
@@ -32,6 +34,9 @@ for _, c in ipairs(consumers) do
 end
 return removed
 `;
+
+/** Resolves after the I/O callbacks of this turn of the event loop (setImmediate). */
+const endOfTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** How often a consumer looks after its queue (its expiry, the group's idle consumers), at most. */
 const UPKEEP_MS = 10_000;
@@ -106,19 +111,30 @@ export class StreamConsumer implements Subscription {
         if (Date.now() >= this.nextClaim) {
           this.nextClaim = Date.now() + claimEvery;
           const round = ++this.claimRound;
-          const claimed = (await this.conn.callBuffer(
+          const claimed = (await this.outbox.aheadOf(this.conn, () => this.conn.callBuffer(
             'XAUTOCLAIM', this.key, this.group, this.name, this.claimIdleMs, '0-0', 'COUNT', room,
-          )) as [Buffer, StreamEntry[] | null, unknown];
+          ))) as [Buffer, StreamEntry[] | null, unknown];
           for (const entry of claimed[1] ?? []) if (entry && !this.acked.has(entry[0].toString())) this.deliver(entry, true);
           // Acks done before this round was issued cannot come back in it or any later one.
           for (const [id, doneAt] of this.acked) if (doneAt < round) this.acked.delete(id);
           continue;
         }
         const block = Math.max(1, Math.min(BLOCK_MS, this.nextClaim - Date.now(), this.nextUpkeep - Date.now()));
-        const read = (await this.conn.callBuffer(
+        const read = (await this.outbox.aheadOf(this.conn, () => this.conn.callBuffer(
           'XREADGROUP', 'GROUP', this.group, this.name, 'COUNT', room, 'BLOCK', block, 'STREAMS', this.key, '>',
-        )) as Array<[Buffer, StreamEntry[]]> | null;
-        for (const [, entries] of read ?? []) for (const entry of entries) this.deliver(entry, false);
+        ))) as Array<[Buffer, StreamEntry[]]> | null;
+        if (!read) continue;
+        // The next read goes with what handling these asks of the outbox: at the end of this turn,
+        // or, when the handlers asked nothing yet, of the next one, where work they started at the
+        // turn's end (a worker's model run) has answered.
+        const release = this.outbox.hold();
+        try {
+          for (const [, entries] of read) for (const entry of entries) this.deliver(entry, false);
+          await endOfTurn();
+          if (!this.outbox.pending) await endOfTurn();
+        } finally {
+          release();
+        }
       } catch (e) {
         if (this.closed) return;
         if (/NOGROUP/.test((e as Error).message)) this.groupReady = false;
@@ -220,6 +236,7 @@ export class MailboxReader implements Subscription {
   private loop?: Promise<void>;
 
   constructor(
+    private readonly outbox: RedisOutbox,
     private readonly conn: Redis,
     private readonly key: string,
     private readonly handler: (m: TransportMessage) => void,
@@ -239,19 +256,27 @@ export class MailboxReader implements Subscription {
       try {
         const read = await this.read(deleting);
         this.reading = true;
-        for (const [, entries] of read ?? []) {
-          for (const [rawId, fields] of entries) {
-            const id = rawId.toString();
-            this.toDelete.push(id);
-            this.lastId = id;
-            for (let i = 1; i < fields.length; i += 2) {
-              try {
-                this.handler(decodeMessage(fields[i]));
-              } catch (e) {
-                this.onError(e);
+        if (!read) continue;
+        // The next read goes at the end of this turn, with what handling these asked of the outbox.
+        const release = this.outbox.hold();
+        try {
+          for (const [, entries] of read) {
+            for (const [rawId, fields] of entries) {
+              const id = rawId.toString();
+              this.toDelete.push(id);
+              this.lastId = id;
+              for (let i = 1; i < fields.length; i += 2) {
+                try {
+                  this.handler(decodeMessage(fields[i]));
+                } catch (e) {
+                  this.onError(e);
+                }
               }
             }
           }
+          await endOfTurn();
+        } finally {
+          release();
         }
       } catch (e) {
         if (this.closed) return;
@@ -273,8 +298,8 @@ export class MailboxReader implements Subscription {
   /** The next XREAD's entries; the XDEL of `deleting` goes in the same write, after it. */
   private async read(deleting: string[]): Promise<Array<[Buffer, StreamEntry[]]> | null> {
     const xread = ['XREAD', 'COUNT', 256, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId] as const;
-    if (deleting.length === 0) return (await this.conn.callBuffer(...xread)) as Array<[Buffer, StreamEntry[]]> | null;
-    const results = await this.conn.pipeline().callBuffer(...xread).xdel(this.key, ...deleting).exec();
+    if (deleting.length === 0) return (await this.outbox.aheadOf(this.conn, () => this.conn.callBuffer(...xread))) as Array<[Buffer, StreamEntry[]]> | null;
+    const results = await this.outbox.aheadOf(this.conn, () => this.conn.pipeline().callBuffer(...xread).xdel(this.key, ...deleting).exec());
     const [err, value] = results?.[0] ?? [new Error('no answer to XREAD')];
     if (err) throw err;
     return value as Array<[Buffer, StreamEntry[]]> | null;
