@@ -2,7 +2,7 @@ import type { AutoCompleteContext } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import { DerivedRequest } from '@nereid/scheduling';
-import type { Delivery, ExecuteBatchMessage, MessagePort, ModelKey, Subscription, TransportMessage, WireRequest, WorkerChannel } from '@nereid/transport';
+import type { BatchDoneMessage, Delivery, ExecuteBatchMessage, MessagePort, ModelKey, Subscription, TransportMessage, WireRequest, WorkerChannel } from '@nereid/transport';
 import {
   errorFromWire, liveEntries, requestFromWire, requestToWire, responseFromWire, schedulerMailboxOf, workQueueOf, requestQueueOf,
   type ClusterModelEntry, type ClusterModels,
@@ -100,8 +100,9 @@ const origin = (r: InferenceRequest): InferenceRequest => (r instanceof DerivedR
  * version's request queue, forms batches with the model's own scheduler (SchedulerHost: dynamic
  * batching, sequence batching, priorities, queue policies) and hands each batch to one instance of
  * a worker as an execute-batch message stamped with the lease's fence. The batch's requests are
- * acked on the request queue once the worker reports it done (batch-done), so a scheduler that
- * dies before leaves them to the lease's next holder, which claims them at once.
+ * acked on the request queue once the worker reports it done (batch-done, which comes through the
+ * same queue), so a scheduler that dies before leaves them to the lease's next holder, which
+ * claims them at once.
  *
  * A scheduler that loses a lease stops at once: nothing more is dispatched, acked or answered for
  * that version; the batches it had handed out may still run (their answers reach the gateways,
@@ -269,6 +270,11 @@ export class SchedulerAgent {
     // Taken after the lease was lost: left unacked, for the next holder.
     if (own.deposed) return;
     const m = delivery.message;
+    if (m.kind === 'batch-done') {
+      void delivery.ack().catch(() => undefined);
+      this.batchDone(m);
+      return;
+    }
     if (m.kind !== 'execute-batch' || m.requests.length !== 1) {
       void delivery.ack();
       return;
@@ -369,14 +375,22 @@ export class SchedulerAgent {
     batch.resolve();
   }
 
+  /**
+   * A worker ran a batch (its report comes through the version's request queue, or, behind the
+   * batch's relayed answers, through this scheduler's mailbox): the batch's requests are acked.
+   */
+  private batchDone(m: BatchDoneMessage): void {
+    // Unknown: another holder's batch, one from before this scheduler lost the lease, or a duplicate: ignored.
+    const batch = this.running.get(m.batchId);
+    if (!batch) return;
+    this.finish(m.batchId, batch);
+    for (const s of batch.sinks) void s?.delivery.ack().catch(() => undefined);
+  }
+
   private onMessage(m: TransportMessage): void {
-    if (m.kind === 'batch-done') {
-      // Unknown: from before this scheduler lost the lease (or a duplicate): ignored.
-      const batch = this.running.get(m.batchId);
-      if (!batch) return;
-      this.finish(m.batchId, batch);
-      for (const s of batch.sinks) void s?.delivery.ack().catch(() => undefined);
-    } else if (m.kind === 'response') {
+    // The batches whose answers come through this scheduler report their end here, behind them.
+    if (m.kind === 'batch-done') this.batchDone(m);
+    else if (m.kind === 'response') {
       // A worker's response to a request of a model with implicit state: the batcher keeps the state, the gateway gets the rest.
       const relay = this.relays.get(m.requestId);
       if (!relay) return;

@@ -56,7 +56,10 @@ export const WORK_QUEUE_EXPIRE_MS = 60_000;
 
 /** The work queue of one worker for one model version. */
 export const workQueueOf = (workerId: string, name: string, version: number): string => `work:${workerId}:${name}/${version}`;
-/** The queue of requests for one model version, consumed by the scheduler that batches them. */
+/**
+ * The queue of one model version, consumed by the scheduler holding its lease: the requests to
+ * batch, and the workers' batch-done reports of the batches it handed out.
+ */
 export const requestQueueOf = (name: string, version: number): string => `requests:${name}/${version}`;
-/** A scheduler's mailbox (batch-done messages). */
+/** A scheduler's mailbox (the responses it relays for a model with implicit state). */
 export const schedulerMailboxOf = (schedulerId: string): string => `scheduler:${schedulerId}`;

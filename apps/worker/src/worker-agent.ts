@@ -1,10 +1,10 @@
 import type { ExecutionItem, ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import {
-  Names, type CancelRegistry, type Delivery, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
+  Names, type BatchDoneMessage, type CancelRegistry, type Delivery, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
 } from '@nereid/transport';
 import { BatchFences } from './batch-fences';
 import { InstanceLane } from './instance-lane';
-import { schedulerMailboxOf, workQueueOf, WORK_QUEUE_EXPIRE_MS, WORKER_BEAT_MS, type ClusterModelEntry, type ClusterModels } from './cluster-models';
+import { requestQueueOf, workQueueOf, WORK_QUEUE_EXPIRE_MS, WORKER_BEAT_MS, type ClusterModelEntry, type ClusterModels } from './cluster-models';
 import { requestFromWire, responseToWire, statsToWire } from './wire-requests';
 import type { WorkerHost } from './worker-host';
 
@@ -174,18 +174,24 @@ export class WorkerAgent {
       sink: new WireSink(wire, this.port, this.cancels, m.answerTo),
       enqueuedAt: performance.now(),
     }));
-    const scheduler = m.batchId.slice(0, m.batchId.lastIndexOf(':'));
     const id = `${model.localKey}#${m.instance}`;
     let lane = this.lanes.get(id);
     if (!lane) this.lanes.set(id, (lane = new InstanceLane(model.depth)));
     const done = lane.run(() => this.host.execute(model.localKey, m.instance, items));
     void done.finally(() => {
-      void this.port
-        .send(schedulerMailboxOf(scheduler), {
-          kind: 'batch-done', batchId: m.batchId, key: m.key, workerId: this.workerId,
-          batchSize: items.length, requestCount: items.length, compute: { inputNs: 0, inferNs: 0, outputNs: 0 },
-        })
-        .catch(() => undefined);
+      const report: BatchDoneMessage = {
+        kind: 'batch-done', batchId: m.batchId, key: m.key, workerId: this.workerId,
+        batchSize: items.length, requestCount: items.length, compute: { inputNs: 0, inferNs: 0, outputNs: 0 },
+      };
+      // Behind the batch's answers where they go through the scheduler (`answerTo`: it must relay
+      // them before it hears the batch is over). Otherwise to the version's request queue, which
+      // the scheduler holding its lease reads anyway: one blocking read per scheduler turn, not a
+      // second one on its mailbox (bench/RESULTS.md, "bench/distributed — issue 13"). A batch-done
+      // of another holder's batch is ignored there.
+      const sent = m.answerTo !== undefined
+        ? this.port.send(m.answerTo, report)
+        : this.port.enqueue(requestQueueOf(model.name, model.version), report);
+      void sent.catch(() => undefined);
       void delivery.ack().catch(() => undefined);
     });
   }
