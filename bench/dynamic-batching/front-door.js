@@ -63,14 +63,19 @@ function cpuOf(pid) {
   return { main, mainSys, all, faults };
 }
 
-/** <root>/bin/nereid serving `repo` (HTTP only); resolves once ready. */
+/** <root>/bin/nereid serving `repo`; resolves once ready (the server is stopped if it never is). */
 async function startNereid(root, repo) {
   const port = await freePort();
   // As bench/lib/util.js's startNereid (run.js): gRPC and metrics served too, on ports of their own.
   const child = spawn(path.join(root, 'bin/nereid'), ['serve', '--model-repository', repo, '--http-port', String(port),
     '--grpc-port', String(await freePort()), '--metrics-port', String(await freePort()), '--http-address', '127.0.0.1',
     '--grpc-address', '127.0.0.1', '--log-info=false'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  await waitFor(`http://127.0.0.1:${port}/v2/health/ready`);
+  try {
+    await waitFor(`http://127.0.0.1:${port}/v2/health/ready`);
+  } catch (e) {
+    child.kill('SIGTERM');
+    throw e;
+  }
   return { kind: root, child, port };
 }
 
@@ -85,13 +90,18 @@ function startServer(kind) {
   });
 }
 
+/** Every server started, stopped when this script exits however it ends. */
+const servers = [];
+process.on('exit', () => {
+  for (const s of servers) if (s.child.exitCode === null) s.child.kill('SIGTERM');
+});
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const label = (kind) => (kind === 'bare' ? 'bare' : kind === ROOT ? 'this build' : kind);
 
 async function main() {
   const req = request();
   const headers = { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(req.headerLength) };
-  const servers = [];
   let repo;
   if (MODEL) {
     repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-front-door-'));
@@ -126,11 +136,12 @@ async function main() {
     }
   }
   console.log(`medians (load average now ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}):`);
-  const base = results.get(MODEL ? ROOTS[0] : 'bare');
+  const baseKind = MODEL ? ROOTS[0] : 'bare';
+  const base = results.get(baseKind);
   for (const s of servers) {
     const x = results.get(s.kind);
     console.log(`${label(s.kind).padEnd(24)} ${median(x.rps).toFixed(0).padStart(6)} req/s  event loop ${median(x.main).toFixed(1).padStart(5)} µs ` +
-      `(system ${median(x.sys).toFixed(1)}; ${(median(x.main) / median(base.main)).toFixed(2)}x ${label(base === results.get('bare') ? 'bare' : ROOTS[0])})  process ${median(x.all).toFixed(1).padStart(5)} µs  client ${median(x.client).toFixed(1)} µs  ${median(x.faults).toFixed(2)} page faults per request`);
+      `(system ${median(x.sys).toFixed(1)}; ${(median(x.main) / median(base.main)).toFixed(2)}x ${label(baseKind)})  process ${median(x.all).toFixed(1).padStart(5)} µs  client ${median(x.client).toFixed(1)} µs  ${median(x.faults).toFixed(2)} page faults per request`);
   }
   for (const s of servers) s.child.kill('SIGTERM');
   if (repo) setTimeout(() => fs.rmSync(repo, { recursive: true, force: true }), 1000);
