@@ -7,7 +7,7 @@
 // spent per request (utime + stime from /proc/<pid>/stat over the measured seconds) and the Redis
 // commands per request (INFO commandstats), then new / baseline for each. On a shared machine
 // throughput swings with the other work; CPU and commands per request are what survive the load.
-// Usage: node bench/distributed/roles.js --baseline <dir with bin/nereid> [--nereid <dir>] [seconds=8] [rounds=3]
+// Usage: node bench/distributed/roles.js --baseline <dir with bin/nereid> [--nereid <dir>] [--rate N] [seconds=8] [rounds=3]
 //   (a dir: a checkout with bin/nereid and a built dist/, e.g. `git archive <commit>` + node_modules
 //   linked + `node scripts/build.js`; --nereid defaults to this checkout)
 //   NEREID_BENCH_PROFILE=<dir>: each role of this checkout's runs writes a --cpu-prof there.
@@ -26,6 +26,9 @@ const option = (name) => {
   argv.splice(at, 2);
   return path.resolve(process.argv[process.argv.indexOf(name) + 1]);
 };
+/** `--rate N`: N requests/s in all (autocannon's overallRate) instead of as many as 64 connections get answered. */
+const rateAt = argv.indexOf('--rate');
+const RATE = rateAt >= 0 ? Number(argv.splice(rateAt, 2)[1]) : undefined;
 const BASELINE = option('--baseline');
 /** The build measured against the baseline (default: this checkout). */
 const NEREID = option('--nereid') ?? ROOT;
@@ -35,6 +38,16 @@ const ROUNDS = Number(rest[1] || 3);
 const CONNECTIONS = 64;
 const ROLES = ['gateway', 'scheduler', 'worker', 'redis'];
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** `simple` requests from 64 connections for `duration` s: as fast as answered, or RATE per second in all. */
+function load(url, duration) {
+  if (RATE === undefined) return postLoad(url, simpleBody(), { connections: CONNECTIONS, duration });
+  const autocannon = require('autocannon');
+  return new Promise((resolve, reject) => {
+    autocannon({ url, method: 'POST', body: simpleBody(), headers: { 'content-type': 'application/json' }, connections: CONNECTIONS, duration, overallRate: RATE },
+      (err, r) => (err ? reject(err) : resolve(r)));
+  });
+}
 
 /** One Redis command on a fresh connection (RESP), the reply as text. */
 function redisCommand(port, ...args) {
@@ -92,12 +105,12 @@ async function run(root, repo, profileDir) {
     const gateway = await startRole(root, repo, 'gateway', redis.url, profileDir);
     procs.push(gateway);
     const url = `http://127.0.0.1:${gateway.http}/v2/models/simple/infer`;
-    await postLoad(url, simpleBody(), { connections: CONNECTIONS, duration: 2 });
+    await load(url, 2);
     const pids = { gateway: gateway.child.pid, scheduler: scheduler.child.pid, worker: worker.child.pid, redis: redis.child.pid };
     const redisPort = Number(new URL(redis.url).port);
     const cpu0 = Object.fromEntries(ROLES.map((k) => [k, cpuMs(pids[k])]));
     const calls0 = await commandCalls(redisPort);
-    const r = await postLoad(url, simpleBody(), { connections: CONNECTIONS, duration: SECONDS });
+    const r = await load(url, SECONDS);
     const calls1 = await commandCalls(redisPort);
     const n = Math.max(1, r.requests.total);
     const cpu = Object.fromEntries(ROLES.map((k) => [k, ((cpuMs(pids[k]) - cpu0[k]) * 1000) / n]));
@@ -125,7 +138,7 @@ async function main() {
     process.exit(2);
   }
   const loadavg = () => os.loadavg().map((l) => l.toFixed(1)).join(' ');
-  console.log(`bench/distributed/roles: baseline ${BASELINE}, nereid ${NEREID}; simple, ${CONNECTIONS} connections, ${SECONDS}s x ${ROUNDS} rounds per build, alternating; load average ${loadavg()}`);
+  console.log(`bench/distributed/roles: baseline ${BASELINE}, nereid ${NEREID}; simple, ${CONNECTIONS} connections${RATE ? ` at ${RATE} requests/s` : ''}, ${SECONDS}s x ${ROUNDS} rounds per build, alternating; load average ${loadavg()}`);
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-bench-roles-'));
   fs.cpSync(path.join(ROOT, 'models/simple'), path.join(repo, 'simple'), { recursive: true });
   const profile = process.env.NEREID_BENCH_PROFILE;
