@@ -2,23 +2,14 @@
  * For the tests that run the built CLI in its own process (`npm run build` first): where it is, and
  * the loopback ports and `serve` arguments that bind its three endpoints there.
  */
-import * as net from 'node:net';
 import * as path from 'node:path';
+import { freePort } from './ports';
 import { ROOT } from './server';
 
 /** The built CLI's entry point. */
 export const MAIN = path.join(ROOT, 'dist/apps/nereid/src/main.js');
 
-/** A TCP port free on 127.0.0.1 when asked. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** Free loopback ports for HTTP, gRPC and metrics, and the `serve` arguments that use them. */
 export async function loopbackPorts(): Promise<{ http: number; args: string[] }> {

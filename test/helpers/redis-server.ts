@@ -1,9 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
+import { freePort } from './ports';
 
 /**
  * A private `redis-server` for a test: on a free loopback port, no persistence, killed by `stop()`.
@@ -114,14 +115,3 @@ function ping(port: number, password?: string, ca?: string): Promise<boolean> {
   });
 }
 
-/** A TCP port free on 127.0.0.1 when asked. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
