@@ -6,8 +6,7 @@
  * server runs with native/malloc-trim (built by `npm run build` where a C toolchain is; without it
  * glibc keeps the freed heap and only the other parts are checked).
  */
-import * as fs from 'node:fs';
-import { nativeAddonPath } from '../../libs/core/src/native';
+import { loadNativeAddon } from '../../libs/core/src/native';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { runAttackLoad } = require('../../bench/attack-load/run.js') as {
@@ -23,8 +22,8 @@ const { runAttackLoad } = require('../../bench/attack-load/run.js') as {
   }>;
 };
 
-const trims = process.env.NEREID_NATIVE !== '0' && !(process.env.NEREID_NATIVE_OFF ?? '').split(',').includes('malloc-trim') &&
-  fs.existsSync(nativeAddonPath('malloc-trim')!);
+// The server trims where it loads the addon: the same switches (NEREID_NATIVE, NEREID_NATIVE_OFF) decide here.
+const trims = loadNativeAddon('malloc-trim') !== undefined;
 
 describe('attack load (issue 16 acceptance, short phases)', () => {
   it('serves 8 normal clients without a failure through all three attacks, under an open-file limit of 1024, RSS within 2x idle, and back within 20% of idle afterwards (with native/malloc-trim)', async () => {
