@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { withEnv } from '../../../test/helpers/cloud-emulators';
 import { loadNativeAddon, nativeAddonPath, nativeAddonStates, nativeHelpersOffLine } from './native';
 
 describe('native helpers', () => {
@@ -27,35 +28,30 @@ describe('native helpers', () => {
     expect(nativeHelpersOffLine([{ name: 'malloc-trim', loaded: true }])).toBeUndefined();
   });
 
-  it('leaves out the addons NEREID_NATIVE_OFF names', () => {
-    const saved = process.env.NEREID_NATIVE_OFF;
-    process.env.NEREID_NATIVE_OFF = 'other,malloc-trim';
+  /** A fresh copy of ./native, loaded with `env` set (its off switches are read when an addon first loads). */
+  function withFreshNative(env: Record<string, string>, check: (fresh: typeof import('./native')) => void): void {
+    const restore = withEnv(env);
     try {
       jest.isolateModules(() => {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const fresh = require('./native') as typeof import('./native');
-        expect(fresh.loadNativeAddon('malloc-trim')).toBeUndefined();
-        expect(fresh.nativeHelpersOffLine()).toContain('malloc-trim (NEREID_NATIVE_OFF)');
+        check(require('./native') as typeof import('./native'));
       });
     } finally {
-      if (saved === undefined) delete process.env.NEREID_NATIVE_OFF;
-      else process.env.NEREID_NATIVE_OFF = saved;
+      restore();
     }
+  }
+
+  it('leaves out the addons NEREID_NATIVE_OFF names', () => {
+    withFreshNative({ NEREID_NATIVE_OFF: 'other,malloc-trim' }, (fresh) => {
+      expect(fresh.loadNativeAddon('malloc-trim')).toBeUndefined();
+      expect(fresh.nativeHelpersOffLine()).toContain('malloc-trim (NEREID_NATIVE_OFF)');
+    });
   });
 
   it('loads none with NEREID_NATIVE=0', () => {
-    const saved = process.env.NEREID_NATIVE;
-    process.env.NEREID_NATIVE = '0';
-    try {
-      jest.isolateModules(() => {
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const fresh = require('./native') as typeof import('./native');
-        expect(fresh.loadNativeAddon('malloc-trim')).toBeUndefined();
-        expect(fresh.nativeHelpersOffLine()).toContain('malloc-trim (NEREID_NATIVE=0)');
-      });
-    } finally {
-      if (saved === undefined) delete process.env.NEREID_NATIVE;
-      else process.env.NEREID_NATIVE = saved;
-    }
+    withFreshNative({ NEREID_NATIVE: '0' }, (fresh) => {
+      expect(fresh.loadNativeAddon('malloc-trim')).toBeUndefined();
+      expect(fresh.nativeHelpersOffLine()).toContain('malloc-trim (NEREID_NATIVE=0)');
+    });
   });
 });
