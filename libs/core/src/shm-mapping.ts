@@ -37,7 +37,8 @@ export class RegionMapping {
 
   /** The mapping of `byteSize` bytes at `offset` of `fd`, or undefined (no addon, an empty or huge region, no slot or address space left). */
   static open(fd: number, offset: number, byteSize: number): RegionMapping | undefined {
-    const addon = shmMapAddon();
+    // Loaded once by loadNativeAddon (undefined when not built or switched off).
+    const addon = loadNativeAddon<ShmMapAddon>('shm-map');
     // A region larger than one ArrayBuffer may be (a sparse object can claim terabytes) stays unmapped.
     if (!addon || byteSize === 0 || byteSize > constants.MAX_LENGTH) return undefined;
     const m = addon.map(fd, offset, byteSize);
@@ -68,11 +69,4 @@ export class RegionMapping {
   drop(): void {
     if (--this.users === 0) this.addon.unmap(this.slot, this.buffer);
   }
-}
-
-let addon: ShmMapAddon | null | undefined;
-
-function shmMapAddon(): ShmMapAddon | undefined {
-  if (addon === undefined) addon = loadNativeAddon<ShmMapAddon>('shm-map') ?? null;
-  return addon ?? undefined;
 }
