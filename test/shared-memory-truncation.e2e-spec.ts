@@ -59,6 +59,25 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
+/**
+ * Sends requests for 3 s while another process shrinks and regrows both objects; `send` answers
+ * whether its request got the results (and checks the error when not). Returns how many did which.
+ */
+async function whileTruncating(send: () => Promise<boolean>): Promise<{ ok: number; truncated: number }> {
+  const child = truncator([inFile, outFile]);
+  const outcomes = { ok: 0, truncated: 0 };
+  try {
+    const end = Date.now() + 3000;
+    while (Date.now() < end) {
+      if (await send()) outcomes.ok++;
+      else outcomes.truncated++;
+    }
+  } finally {
+    await stop(child);
+  }
+  return outcomes;
+}
+
 function outputOf(file: string): Uint8Array {
   return fs.readFileSync(file);
 }
@@ -118,22 +137,13 @@ describe('a region truncated between requests', () => {
 
 describe('a region truncated while requests use it (another process shrinks and regrows it)', () => {
   it('HTTP: every request answers the results or the error, the server stays up', async () => {
-    const child = truncator([inFile, outFile]);
-    const outcomes = { ok: 0, truncated: 0 };
-    try {
-      const end = Date.now() + 3000;
-      while (Date.now() < end) {
-        const r = await postJson(url('models/identity_fp32/infer'), httpBody);
-        if (r.status === 200) outcomes.ok++;
-        else {
-          expect(r.status).toBe(400);
-          expect([TRUNCATED, TRUNCATED_OUT]).toContain(r.body.error);
-          outcomes.truncated++;
-        }
-      }
-    } finally {
-      await stop(child);
-    }
+    const outcomes = await whileTruncating(async () => {
+      const r = await postJson(url('models/identity_fp32/infer'), httpBody);
+      if (r.status === 200) return true;
+      expect(r.status).toBe(400);
+      expect([TRUNCATED, TRUNCATED_OUT]).toContain(r.body.error);
+      return false;
+    });
     expect(outcomes.truncated).toBeGreaterThan(0);
     await healthy();
     // Whole again: the region serves the right output (a fresh mapping where the old one faulted).
@@ -145,24 +155,17 @@ describe('a region truncated while requests use it (another process shrinks and 
   });
 
   it('gRPC: every request answers the results or INVALID_ARGUMENT, the server stays up', async () => {
-    const child = truncator([inFile, outFile]);
-    const outcomes = { ok: 0, truncated: 0 };
-    try {
-      const end = Date.now() + 3000;
-      while (Date.now() < end) {
-        try {
-          await call(client, 'ModelInfer', grpcRequest);
-          outcomes.ok++;
-        } catch (e) {
-          const error = e as grpc.ServiceError;
-          expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
-          expect([TRUNCATED, TRUNCATED_OUT]).toContain(error.details);
-          outcomes.truncated++;
-        }
+    const outcomes = await whileTruncating(async () => {
+      try {
+        await call(client, 'ModelInfer', grpcRequest);
+        return true;
+      } catch (e) {
+        const error = e as grpc.ServiceError;
+        expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
+        expect([TRUNCATED, TRUNCATED_OUT]).toContain(error.details);
+        return false;
       }
-    } finally {
-      await stop(child);
-    }
+    });
     expect(outcomes.truncated).toBeGreaterThan(0);
     await healthy();
     fs.writeFileSync(inFile, inputBytes);
