@@ -121,9 +121,9 @@ class FreshRequest implements InferenceRequest {
     this.ownSignal = signal;
   }
 
-  /** The signal set on the request itself, if any (never builds the lazy one). */
-  ownSignalIfAny(): AbortSignal | undefined {
-    return this.ownSignal;
+  /** The lazy abort source that says when the client goes away, unless a signal was set on the request itself. */
+  lazySource(): AbortSource | undefined {
+    return this.ownSignal === undefined ? this.abortSource : undefined;
   }
 
   get cancelled(): boolean {
@@ -142,19 +142,15 @@ export function newInferenceRequest(modelName: string, modelVersion: number): In
  * AbortSignal is built for the request; otherwise on its signal. Undo with `removeCancelListener`.
  */
 export function addCancelListener(request: InferenceRequest, listener: () => void): void {
-  if (request instanceof FreshRequest && request.ownSignalIfAny() === undefined && request.abortSource?.listen) {
-    request.abortSource.listen(listener);
-  } else {
-    request.signal?.addEventListener('abort', listener, { once: true });
-  }
+  const source = request instanceof FreshRequest ? request.lazySource() : undefined;
+  if (source?.listen) source.listen(listener);
+  else request.signal?.addEventListener('abort', listener, { once: true });
 }
 
 export function removeCancelListener(request: InferenceRequest, listener: () => void): void {
-  if (request instanceof FreshRequest && request.ownSignalIfAny() === undefined && request.abortSource?.unlisten) {
-    request.abortSource.unlisten(listener);
-  } else {
-    request.signal?.removeEventListener('abort', listener);
-  }
+  const source = request instanceof FreshRequest ? request.lazySource() : undefined;
+  if (source?.unlisten) source.unlisten(listener);
+  else request.signal?.removeEventListener('abort', listener);
 }
 
 /** Gives `request` a signal built only when read; false when the request is not one of ours. */
