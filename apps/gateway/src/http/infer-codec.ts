@@ -275,12 +275,12 @@ export function decodeInferRequest(
   return { request, form, cached };
 }
 
-/** Every input's data lies in the binary section (none in the JSON, none in shared memory). */
+/**
+ * Every input's data lies in the binary section (none in the JSON, none in shared memory): decodeInputs
+ * refused an input with more than one source, so binary_data_size alone says it.
+ */
 function allBinary(inputs: { parameters?: Record<string, unknown> }[]): boolean {
-  for (const input of inputs) {
-    const p = input.parameters;
-    if (p === undefined || p.binary_data_size === undefined || p.shared_memory_region !== undefined) return false;
-  }
+  for (const input of inputs) if (input.parameters?.binary_data_size === undefined) return false;
   return true;
 }
 
