@@ -81,6 +81,17 @@ describe('RedisLeaseStore (a real redis-server)', () => {
     expect(await store.acquire(name, 'B', 5000)).toBeGreaterThan(again!);
   });
 
+  it("a holder whose fence is ahead of Redis's clock still renews to a higher fence after Redis lost everything", async () => {
+    // A fence ahead of the clock (the counter had been bumped past it): the clock alone cannot beat
+    // it after the flush, and a renewal in the same clock tick once returned the old fence.
+    const ahead = 9e15;
+    await conn.set(`lease-spec-${process.pid}:fence:${name}`, String(ahead));
+    const a = (await store.acquire(name, 'A', 5000))!;
+    expect(a).toBe(ahead + 1);
+    await conn.flushall();
+    expect(await store.renew(name, 'A', a, 5000)).toBeGreaterThan(a);
+  });
+
   it('a lapsed holder does not get its lease back once another took it, even after that one let it expire', async () => {
     const a = (await store.acquire(name, 'A', 200))!;
     await sleep(250);

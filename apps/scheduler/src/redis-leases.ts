@@ -3,15 +3,18 @@ import type { LeaseStore } from './model-lease';
 
 /**
  * Takes a free lease: a new fence, higher than every fence handed out for it before, and the
- * lease key `<owner>#<fence>` with its TTL. Fences are Redis's clock in milliseconds, or the last
- * fence plus one when that is higher: they keep growing across a Redis restart that lost the
- * counter (a worker that saw the old fences would otherwise ignore every new batch).
+ * lease key `<owner>#<fence>` with its TTL. Fences are Redis's clock in microseconds (below 2^53
+ * until the year 2255), or the last fence plus one when that is higher, or `floor` (ARGV[3]) when
+ * given: they keep growing across a Redis restart that lost the counter (a worker that saw the
+ * old fences would otherwise ignore every new batch). Milliseconds were too coarse: a holder that
+ * renewed in the same millisecond as a flush got its old fence back, not a higher one.
  */
 const TAKE = `
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-local f = string.format('%.0f', math.max(last + 1, now))
+local floor = tonumber(ARGV[3] or '0') + 1
+local f = string.format('%.0f', math.max(last + 1, now, floor))
 redis.call('SET', KEYS[2], f)
 redis.call('SET', KEYS[1], ARGV[1] .. '#' .. f, 'PX', ARGV[2])
 return f`;
