@@ -10,15 +10,23 @@
 // compute_output of add_sub and mul over the phase); each side's overhead is its mean latency per
 // request minus that compute per request. Short rounds alternate the two sides; the headline is
 // the median of the rounds' ratios (other work on a shared machine spoils whole rounds). Not a test.
-// Usage: node bench/ensemble/run.js [requests per round=300] [rounds=10]   (needs `npm run build` first)
+// Usage: node bench/ensemble/run.js [requests per round=300] [rounds=10] [--client=raw|python]
+//   (needs `npm run build` first). `--client=python`: both sides timed by python-client.py
+//   (http.client + json, one keep-alive connection), the language of Triton's clients; its work
+//   between the chain's two calls is what a Python client spends, not the raw client's minimum.
 const fs = require('node:fs');
+const readline = require('node:readline');
+const { spawn } = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, startNereid, fmt } = require('../lib/util');
 const { RawConnection, encodeRequest } = require('../sequence-batching/raw-client');
 
-const N = Number(process.argv[2] || 300);
-const ROUNDS = Number(process.argv[3] || 10);
+const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const CLIENT = (process.argv.find((a) => a.startsWith('--client=')) ?? '--client=raw').slice('--client='.length);
+if (CLIENT !== 'raw' && CLIENT !== 'python') throw new Error(`--client must be raw or python, not ${CLIENT}`);
+const N = Number(args[0] || 300);
+const ROUNDS = Number(args[1] || 10);
 const WARMUP = 200;
 const TARGET_RATIO = 0.5;
 
@@ -102,18 +110,39 @@ async function serverNs(port) {
   return out;
 }
 
-async function phase(conn, port, encoded, fn) {
-  const before = await serverNs(port);
+/** N calls of `fn` on the raw connection, timed here: their mean and p50 in µs. */
+async function rawTimes(conn, encoded, fn) {
   const latencies = new Float64Array(N);
   for (let i = 0; i < N; i++) {
     const t = process.hrtime.bigint();
     await fn(conn, encoded);
     latencies[i] = Number(process.hrtime.bigint() - t) / 1000;
   }
+  latencies.sort();
+  return { mean: latencies.reduce((a, b) => a + b, 0) / N, p50: latencies[Math.floor(N / 2)] };
+}
+
+/** python-client.py on the server's port: `times(side)` runs N calls of `ensemble` or `chain` there. */
+function pythonClient(port) {
+  const child = spawn('python3', [path.join(__dirname, 'python-client.py'), String(port)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  return {
+    async times(side) {
+      child.stdin.write(`${side} ${N}\n`);
+      const { value, done } = await lines.next();
+      if (done) throw new Error(`python-client.py ended (exit ${child.exitCode})`);
+      return JSON.parse(value);
+    },
+    close: () => child.kill(),
+  };
+}
+
+/** One timed phase (`times` runs the N calls) with the server's statistics over it. */
+async function phase(port, times) {
+  const before = await serverNs(port);
+  const { mean, p50 } = await times();
   const after = await serverNs(port);
   const perRequestUs = (k) => (after[k] - before[k]) / 1000 / N;
-  latencies.sort();
-  const mean = latencies.reduce((a, b) => a + b, 0) / N;
   // The ensemble's time in the server beyond its steps' own (arrival to final response): what the
   // ensemble scheduler itself adds (0 for the client chain).
   const own = perRequestUs('ensemble') > 0 ? perRequestUs('ensemble') - perRequestUs('steps') : 0;
@@ -125,7 +154,7 @@ async function phase(conn, port, encoded, fn) {
   // the chain's 2H + 2s + c for one HTTP round trip H: the ratio is at most 0.5 only when
   // s + d <= c / 2, whatever H is.
   const stepsOutside = perRequestUs('steps') - perRequestUs('compute');
-  return { mean, p50: latencies[Math.floor(N / 2)], compute: perRequestUs('compute'), own, outside, stepsOutside };
+  return { mean, p50, compute: perRequestUs('compute'), own, outside, stepsOutside };
 }
 
 function row(label, r) {
@@ -139,12 +168,16 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
   console.log(`bench/ensemble: ${os.cpus().length} cpus, node ${process.version}, ${ROUNDS} alternating rounds of ${N} ` +
-    'sequential requests per side, HTTP JSON, keep-alive, loopback');
+    `sequential requests per side, HTTP JSON, keep-alive, loopback, ${CLIENT} client, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   const repo = makeRepo();
   const server = await startNereid(repo);
   // One keep-alive connection for both sides, as a client would use.
   const conn = new RawConnection(server.http);
   const encoded = encodedRequests(server.http);
+  const python = CLIENT === 'python' ? pythonClient(server.http) : undefined;
+  const times = python
+    ? { ensemble: () => python.times('ensemble'), client: () => python.times('chain') }
+    : { ensemble: () => rawTimes(conn, encoded, viaEnsemble), client: () => rawTimes(conn, encoded, viaClient) };
   try {
     await conn.ready;
     check(await viaEnsemble(conn, encoded));
@@ -153,13 +186,17 @@ async function main() {
       await viaEnsemble(conn, encoded);
       await viaClient(conn, encoded);
     }
+    if (python) {
+      await python.times('ensemble');
+      await python.times('chain');
+    }
     const zero = () => ({ mean: 0, p50: 0, compute: 0, own: 0, outside: 0, stepsOutside: 0 });
     const totals = { ensemble: zero(), client: zero() };
     const ratios = [];
     const floors = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      const e = await phase(conn, server.http, encoded, viaEnsemble);
-      const c = await phase(conn, server.http, encoded, viaClient);
+      const e = await phase(server.http, times.ensemble);
+      const c = await phase(server.http, times.client);
       console.log(row(`ensemble ${round}`, e));
       console.log(row(`client chain ${round}`, c));
       ratios.push((e.mean - e.compute) / (c.mean - c.compute));
@@ -184,6 +221,7 @@ async function main() {
     console.log(`with the ensemble's own time in the server at zero: ${fmt(median(floors), 2)}x median of the rounds ` +
       `(${fmt((overheadE - totals.ensemble.own) / overheadC, 2)}x of the means)`);
   } finally {
+    python?.close();
     conn.close();
     await server.stop();
     fs.rmSync(repo, { recursive: true, force: true });
