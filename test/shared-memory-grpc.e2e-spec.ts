@@ -134,6 +134,29 @@ describe('errors', () => {
     expect(err.details).toBe(details);
   });
 
+  it('counts an answer that cannot be written into its output region as a failed request, not a success', async () => {
+    const counts = async (): Promise<{ success: number; fail: number }> => {
+      const stats = (await call(client, 'ModelStatistics', { name: 'simple' })).model_stats[0].inference_stats;
+      return { success: Number(stats.success.count), fail: Number(stats.fail.count) };
+    };
+    const before = await counts();
+    const err = await callError(client, 'ModelInfer', shmInfer('in', 'out', { outSize0: 16 }));
+    expect(err.code).toBe(grpc.status.INTERNAL);
+    expect(await counts()).toEqual({ success: before.success, fail: before.fail + 1 });
+    // The same over a stream: the error in the stream's answer, and a failure counted.
+    const stream = client.ModelStreamInfer();
+    const answer = new Promise<Msg>((resolve) => stream.once('data', resolve));
+    stream.write({ ...shmInfer('in', 'out', { outSize0: 16 }), id: 'small' });
+    const msg = await answer;
+    stream.end();
+    expect(msg.error_message).toBe("shared memory size specified with the request for output 'OUTPUT0' (16 bytes) should be at least 64 bytes to hold the results");
+    expect(msg.infer_response.id).toBe('small');
+    expect(await counts()).toEqual({ success: before.success, fail: before.fail + 2 });
+    // A good request still counts as a success.
+    await call(client, 'ModelInfer', shmInfer('in', 'out'));
+    expect(await counts()).toEqual({ success: before.success + 1, fail: before.fail + 2 });
+  });
+
   it("checks the parameters as Triton's gRPC front door does", async () => {
     const input = (parameters: Msg, contents?: Msg): Msg => ({
       model_name: 'simple',

@@ -1,6 +1,6 @@
 import type { handleUnaryCall, sendUnaryData, ServerUnaryCall, UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { InferenceCore, SystemSharedMemory } from '@nereid/core';
-import { InferenceError, type RequestTrace } from '@nereid/protocol';
+import type { InferenceCore, ResponseObserver, SystemSharedMemory } from '@nereid/core';
+import { InferenceError } from '@nereid/protocol';
 import { toServiceError } from './grpc-status';
 import { decodeInferRequest, releaseSharedMemory, type DecodedInferRequest } from './infer-request';
 import { encodeInferResponse } from './infer-response';
@@ -27,7 +27,6 @@ export function modelInfer(
   ) => {
     const abort = new LazyAbort();
     call.once('cancelled', () => abort.abort());
-    let promise;
     let decoded: DecodedInferRequest | undefined;
     let id = '';
     try {
@@ -39,34 +38,46 @@ export function modelInfer(
       if (core.isDecoupled(request.modelName, request.modelVersion)) {
         throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);
       }
-      promise = core.inferOne(request);
+      core.infer(request, unaryObserver(decoded, callback, log, id));
     } catch (e) {
       releaseSharedMemory(decoded);
       callback(toServiceError(e));
-      return;
     }
-    const sharedMemoryUse = decoded.sharedMemory;
-    const trace = (): RequestTrace | undefined => decoded?.request.trace;
-    promise.then(
-      (response) => {
-        // An encoding failure answers the call too (left to the promise, it would hang the call).
-        let message: WireModelInferResponse;
-        try {
-          message = encodeInferResponse(response, undefined, sharedMemoryUse);
-        } catch (e) {
-          sendTraced(trace(), true, () => callback(toServiceError(e)));
-          return;
-        } finally {
-          releaseSharedMemory(decoded);
-        }
-        sendTraced(trace(), true, () => callback(null, message));
-      },
-      (e: unknown) => {
-        releaseSharedMemory(decoded);
-        if (log?.verbose) log.request('verbose', id, `infer failed: ${(e as Error).message}`);
-        sendTraced(trace(), true, () => callback(toServiceError(e)));
-      },
-    );
+  };
+}
+
+/**
+ * The unary call's side of the core: the response is encoded inside `onResponse`, so that an
+ * encoding failure (an output region too small, say) is thrown back to the core, which counts the
+ * request as failed and answers through `onError` (encoded after the core had settled, it was
+ * counted a success).
+ */
+function unaryObserver(
+  decoded: DecodedInferRequest,
+  callback: sendUnaryData<WireModelInferResponse>,
+  log: RequestLog | undefined,
+  id: string,
+): ResponseObserver {
+  let message: WireModelInferResponse | undefined;
+  let answered = false;
+  const answer = (send: () => void): void => {
+    if (answered) return;
+    answered = true;
+    releaseSharedMemory(decoded);
+    sendTraced(decoded.request.trace, true, send);
+  };
+  return {
+    onResponse: (response, final) => {
+      if (response) message = encodeInferResponse(response, undefined, decoded.sharedMemory);
+      if (!final) return;
+      const m = message;
+      if (m) answer(() => callback(null, m));
+      else answer(() => callback(toServiceError(InferenceError.internal(`model '${decoded.request.modelName}' sent no response`))));
+    },
+    onError: (e) => {
+      if (log?.verbose) log.request('verbose', id, `infer failed: ${e.message}`);
+      answer(() => callback(toServiceError(e)));
+    },
   };
 }
 

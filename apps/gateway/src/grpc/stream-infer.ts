@@ -111,14 +111,9 @@ class InferStream {
         trace?.mark('GRPC_SEND_START');
         if (response) {
           lastVersion = response.modelVersion;
-          let encoded;
-          try {
-            encoded = encodeInferResponse(response, final ? FINAL : NOT_FINAL, decoded.sharedMemory);
-          } catch (e) {
-            this.sendError(toInferenceError(e), { id: msg.id, model_name: msg.model_name, model_version: lastVersion, parameters: FINAL });
-            complete();
-            return;
-          }
+          // An encoding failure is thrown back to the core: it counts the request as failed and
+          // answers it through onError (caught here, the request counted as a success).
+          const encoded = encodeInferResponse(response, final ? FINAL : NOT_FINAL, decoded.sharedMemory);
           this.write({ error_message: '', infer_response: encoded });
         } else if (final && decoded.enableEmptyFinalResponse) {
           this.write({
