@@ -77,7 +77,12 @@ describe('trace extension: BLS calls traced as children of the calling request',
   it('a BLS call given no trace is not traced, though rate 1 traces every other request', async () => {
     await infer('caller-2');
     await infer('caller-3');
-    await waitFor('the caller-3 children', () => traceOf(records(), 'async-caller-3'));
+    // A caller's trace is written when it ends, after its children's: wait for all of them.
+    const ids = ['caller-2', 'caller-3', 'sync-caller-3', 'async-caller-3'];
+    await waitFor('the callers and the caller-3 children', () => {
+      const now = records();
+      return ids.every((id) => traceOf(now, id) !== undefined) || undefined;
+    });
     const all = records();
     expect(all.filter((r) => r.request_id?.startsWith('untraced-'))).toEqual([]);
     // Every caller is traced at rate 1, each BLS call given the trace too: only the untraced calls are missing.
