@@ -5,9 +5,9 @@ import { BackendRegistry, OnnxRuntimeBackend } from '@nereid/backends';
 import { parseModelConfig, type ModelConfig } from '@nereid/model-config';
 import {
   CancelRegistry, InMemoryBroker, InMemoryPort, ResponseRouter,
-  type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type TransportMessage, type WireRequest,
+  type ConsumeOptions, type Delivery, type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type TransportMessage, type WireRequest,
 } from '@nereid/transport';
-import { MemoryClusterModels, requestQueueOf, WorkerAgent, WorkerHost } from '@nereid/worker';
+import { MemoryClusterModels, requestQueueOf, workQueueOf, WorkerAgent, WorkerHost } from '@nereid/worker';
 import { until } from '../../../test/helpers/poll';
 import { startRedis, type RedisServer } from '../../../test/helpers/redis-server';
 import { RedisLeaseStore } from './redis-leases';
@@ -245,6 +245,67 @@ describe('SchedulerAgent: stopping', () => {
       await a.stop();
       await b.stop();
       await worker.stop();
+    }
+  });
+});
+
+describe('SchedulerAgent: batch-done reports', () => {
+  it("acks the requests of every batch one batch-done message reports (its first and its 'more'), and ignores unknown batch ids", async () => {
+    const prefix = `agent-spec-done-${process.pid}:`;
+    const broker = new InMemoryBroker();
+    const cluster = new MemoryClusterModels();
+    const file = path.join(ROOT, 'models/simple/config.pbtxt');
+    const config: ModelConfig = { ...parseModelConfig(readFileSync(file, 'utf8'), file), backend: 'onnxruntime', instance_group: [{ kind: 'KIND_CPU', count: 1 }] };
+    await cluster.publish({ name: 'simple', version: 1, workerId: 'w1', config, instances: 1, depth: 1, at: Date.now() });
+    // A stand-in worker: takes the batches, answers nothing until told to.
+    const workerPort = new InMemoryPort(broker);
+    const batches: ExecuteBatchMessage[] = [];
+    await workerPort.consume(workQueueOf('w1', 'simple', 1), (d) => {
+      if (d.message.kind === 'execute-batch') batches.push(d.message);
+      void d.ack();
+    });
+    // The scheduler's request-queue acks, by request id.
+    const acked: string[] = [];
+    const port = new Proxy(new InMemoryPort(broker), {
+      get(target, prop, receiver) {
+        if (prop === 'consume') {
+          return (queue: string, handler: (d: Delivery) => void, options?: ConsumeOptions) =>
+            target.consume(queue, (d) => handler({
+              message: d.message, redelivered: d.redelivered, touch: () => d.touch(),
+              ack: () => {
+                if (d.message.kind === 'execute-batch') acked.push(d.message.requests[0].requestId);
+                return d.ack();
+              },
+            }), options);
+        }
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const gateway = await startGateway(broker);
+    const a = new SchedulerAgent(port, cluster, 'sched-a', () => undefined, {
+      leases: new RedisLeaseStore(kv, prefix),
+      sequences: new RedisSequenceRegistry(kv, prefix),
+    });
+    try {
+      await a.start();
+      await until('A holds the lease', async () => (await kv.get(`${prefix}lease:simple/1`))?.startsWith('sched-a#') === true, 5000);
+      const input = { name: 'INPUT0', datatype: 'INT32' as const, shape: [1, 16], data: new Int32Array(16) };
+      const ids: string[] = [];
+      for (let n = 0; n < 3; n++) ids.push(await gateway.send('simple', { ...REQUEST, ...NOT_IN_SEQUENCE, clientId: `c${n}`, inputs: [input, { ...input, name: 'INPUT1' }] }));
+      await until('three batches dispatched', () => batches.length === 3, 5000);
+      expect(acked).toEqual([]);
+      const report = { batchSize: 1, requestCount: 1, compute: { inputNs: 0, inferNs: 0, outputNs: 0 } };
+      await workerPort.enqueue(requestQueueOf('simple', 1), {
+        kind: 'batch-done', key: 'simple/1', workerId: 'w1', batchId: batches[0].batchId, ...report,
+        more: [{ batchId: 'sched-z:1', ...report }, { batchId: batches[1].batchId, ...report }, { batchId: batches[2].batchId, ...report }],
+      });
+      await until('every request acked', () => acked.length === 3, 5000);
+      expect(acked.sort()).toEqual([...ids].sort());
+    } finally {
+      await a.stop();
+      await gateway.stop();
+      await workerPort.close();
     }
   });
 });

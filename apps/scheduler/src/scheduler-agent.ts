@@ -380,10 +380,16 @@ export class SchedulerAgent {
    * batch's relayed answers, through this scheduler's mailbox): the batch's requests are acked.
    */
   private batchDone(m: BatchDoneMessage): void {
+    this.batchEnded(m.batchId);
+    // The other batches the worker ended in the same turn (one message for them all).
+    if (Array.isArray(m.more)) for (const r of m.more) this.batchEnded(r.batchId);
+  }
+
+  private batchEnded(batchId: string): void {
     // Unknown: another holder's batch, one from before this scheduler lost the lease, or a duplicate: ignored.
-    const batch = this.running.get(m.batchId);
+    const batch = this.running.get(batchId);
     if (!batch) return;
-    this.finish(m.batchId, batch);
+    this.finish(batchId, batch);
     for (const s of batch.sinks) void s?.delivery.ack().catch(() => undefined);
   }
 

@@ -57,7 +57,7 @@ describe('worker: lease fencing of batches (in-memory port, real onnxruntime)', 
     });
     // The batch-done reports come through the version's request queue, whoever holds it.
     await port.consume(requestQueueOf('simple', 1), (d) => {
-      if (d.message.kind === 'batch-done') done.push(d.message.batchId);
+      if (d.message.kind === 'batch-done') done.push(d.message.batchId, ...(d.message.more ?? []).map((r) => r.batchId));
       void d.ack();
     });
     try {

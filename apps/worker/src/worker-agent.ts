@@ -3,6 +3,7 @@ import {
   Names, type BatchDoneMessage, type CancelRegistry, type Delivery, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
 } from '@nereid/transport';
 import { BatchFences } from './batch-fences';
+import { BatchReports } from './batch-reports';
 import { InstanceLane } from './instance-lane';
 import { requestQueueOf, workQueueOf, WORK_QUEUE_EXPIRE_MS, WORKER_BEAT_MS, type ClusterModelEntry, type ClusterModels } from './cluster-models';
 import { requestFromWire, responseToWire, statsToWire } from './wire-requests';
@@ -72,6 +73,7 @@ export class WorkerAgent {
   private readonly lanes = new Map<string, InstanceLane>();
   /** Serves and withdrawals, one after another (the lifecycle events that start them arrive in order). */
   private changes: Promise<void> = Promise.resolve();
+  private readonly reports: BatchReports;
 
   constructor(
     private readonly port: MessagePort,
@@ -80,7 +82,9 @@ export class WorkerAgent {
     private readonly cancels: CancelRegistry,
     readonly workerId: string,
     private readonly fences = new BatchFences(),
-  ) {}
+  ) {
+    this.reports = new BatchReports(port);
+  }
 
   /**
    * Serves a version to the cluster: consumes its work queue and publishes it in the table. A
@@ -188,10 +192,9 @@ export class WorkerAgent {
       // the scheduler holding its lease reads anyway: one blocking read per scheduler turn, not a
       // second one on its mailbox (bench/RESULTS.md, "bench/distributed — issue 13"). A batch-done
       // of another holder's batch is ignored there.
-      const sent = m.answerTo !== undefined
-        ? this.port.send(m.answerTo, report)
-        : this.port.enqueue(requestQueueOf(model.name, model.version), report);
-      void sent.catch(() => undefined);
+      // The reports of a turn's batches go together (batch-reports.ts).
+      if (m.answerTo !== undefined) void this.port.send(m.answerTo, report).catch(() => undefined);
+      else this.reports.add(requestQueueOf(model.name, model.version), report);
       void delivery.ack().catch(() => undefined);
     });
   }

@@ -77,6 +77,10 @@ describe('transport codec', () => {
     const msgs: TransportMessage[] = [
       { kind: 'cancel', requestId: 'gw2:4' },
       { kind: 'batch-done', batchId: 'b', key: 'k/1/0', workerId: 'w1', batchSize: 4, requestCount: 2, compute: { inputNs: 1, inferNs: 2, outputNs: 3 } },
+      {
+        kind: 'batch-done', batchId: 'b1', key: 'k/1', workerId: 'w1', batchSize: 1, requestCount: 1, compute: { inputNs: 0, inferNs: 0, outputNs: 0 },
+        more: [{ batchId: 'b2', batchSize: 2, requestCount: 2, compute: { inputNs: 1, inferNs: 2, outputNs: 3 } }],
+      },
       { kind: 'heartbeat', workerId: 'w1', at: 1700000000000, models: [{ key: 'k/1/0', instances: 2 }], devices: { gpus: 0 }, load: 3 },
       { kind: 'lifecycle', model: 'simple', version: 1, state: 'UNAVAILABLE', reason: 'unloaded', key: 'simple/1/0' },
       { kind: 'heartbeat', workerId: 'gw1', role: 'gateway', at: 1700000000000, models: [], devices: { gpus: 0 }, load: 0 },

@@ -92,16 +92,25 @@ export interface CancelMessage {
   requestId: string;
 }
 
-/** A batch is done: its statistics (Triton's batch statistics) and which requests it held. */
-export interface BatchDoneMessage {
-  kind: 'batch-done';
+/** One batch's end: its statistics (Triton's batch statistics) and how many requests it held. */
+export interface BatchEnd {
   batchId: string;
-  key: ModelKey;
-  workerId: string;
   /** Inferences in the execution: the sum of its requests' batch sizes. */
   batchSize: number;
   requestCount: number;
   compute: ComputeDurations;
+}
+
+/**
+ * Batches of one model version are done on a worker: the first one's report, and `more` for the
+ * others that ended in the same turn of the worker's event loop (one message per turn, not per
+ * batch; absent: just the one).
+ */
+export interface BatchDoneMessage extends BatchEnd {
+  kind: 'batch-done';
+  key: ModelKey;
+  workerId: string;
+  more?: BatchEnd[];
 }
 
 /** A worker (or, with `role: 'gateway'`, a gateway) is alive: what it hosts and how busy it is. */
