@@ -84,6 +84,26 @@ describe('python backend: request.trace().get_context()', () => {
       expect(JSON.parse(context)).toEqual({ traceparent: `00-${traceId}-${span.spanId}-01` });
     });
 
+    it("carries the client's tracestate on (HTTP and gRPC), its malformed members dropped", async () => {
+      const state = 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7';
+      const traceId = hex(32);
+      const { context } = await contextOverHttp(server.http, { traceparent: `00-${traceId}-${hex(16)}-01`, tracestate: `${state},not a member` });
+      const span = await modelSpan(traceId);
+      expect(JSON.parse(context)).toEqual({ traceparent: `00-${traceId}-${span.spanId}-01`, tracestate: state });
+
+      const grpcTrace = hex(32);
+      const metadata = new grpc.Metadata();
+      metadata.set('traceparent', `00-${grpcTrace}-${hex(16)}-01`);
+      metadata.set('tracestate', state);
+      const res = await call(client, 'ModelInfer', {
+        model_name: MODEL, inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [Buffer.from(Int32Array.of(1).buffer)],
+      }, metadata);
+      const names = (res.outputs as Msg[]).map((o) => o.name);
+      const grpcContext = Buffer.from((res.raw_output_contents as Buffer[])[names.indexOf('CONTEXT')]).subarray(4).toString('utf8');
+      const grpcSpan = await modelSpan(grpcTrace);
+      expect(JSON.parse(grpcContext)).toEqual({ traceparent: `00-${grpcTrace}-${grpcSpan.spanId}-01`, tracestate: state });
+    });
+
     it("is, for an ensemble's step, the step's own model span (a child of the ensemble's)", async () => {
       const traceId = hex(32);
       const { has, context } = await contextOverHttp(server.http, { traceparent: `00-${traceId}-${hex(16)}-01` }, 'ensemble_trace_context');

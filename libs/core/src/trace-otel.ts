@@ -1,5 +1,6 @@
 import type { Context, Span, Tracer as OtelTracer } from '@opentelemetry/api';
 import type { TracerProvider } from '@opentelemetry/sdk-trace';
+import type { TraceIngress } from '@nereid/protocol';
 import { epochMs, type CoreTrace, type TraceSink } from './trace-record';
 
 /** Where and how spans are exported (`--trace-config opentelemetry,...`). */
@@ -65,12 +66,17 @@ export class OtelTraceSink implements TraceSink {
     this.tracer = this.provider.getTracer('nereid');
   }
 
-  /** The client's trace context, when its `traceparent` is well formed. */
-  private clientContext(traceparent: string | undefined): Context {
+  /**
+   * The client's trace context, when its `traceparent` is well formed, with its `tracestate` (parsed
+   * by OpenTelemetry's TraceState: malformed members dropped, at most 32, nothing past 512 chars).
+   */
+  private clientContext(ingress: TraceIngress | undefined): Context {
     const root = this.api.ROOT_CONTEXT;
+    const traceparent = ingress?.traceparent;
     const m = traceparent === undefined ? null : TRACEPARENT.exec(traceparent.trim().toLowerCase());
     if (!m || m[1] === 'ff' || /^0+$/.test(m[2]) || /^0+$/.test(m[3])) return root;
-    return this.api.trace.setSpanContext(root, { traceId: m[2], spanId: m[3], traceFlags: parseInt(m[4], 16), isRemote: true });
+    const traceState = ingress?.tracestate ? this.api.createTraceState(ingress.tracestate) : undefined;
+    return this.api.trace.setSpanContext(root, { traceId: m[2], spanId: m[3], traceFlags: parseInt(m[4], 16), isRemote: true, traceState });
   }
 
   started(trace: CoreTrace): void {
@@ -87,7 +93,7 @@ export class OtelTraceSink implements TraceSink {
     if (parentSpans) {
       parentContext = this.api.trace.setSpan(this.api.ROOT_CONTEXT, parentSpans.model);
     } else {
-      top = this.tracer.startSpan('InferRequest', { startTime: epochMs(trace.ingress?.recvStart ?? performance.now()), attributes }, this.clientContext(trace.ingress?.traceparent));
+      top = this.tracer.startSpan('InferRequest', { startTime: epochMs(trace.ingress?.recvStart ?? performance.now()), attributes }, this.clientContext(trace.ingress));
       parentContext = this.api.trace.setSpan(this.api.ROOT_CONTEXT, top);
     }
     const model = this.tracer.startSpan(trace.modelName, { startTime: epochMs(performance.now()), attributes }, parentContext);

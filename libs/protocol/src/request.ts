@@ -75,8 +75,9 @@ export interface TraceIngress {
   /** performance.now() ms: the request began to arrive, and was read. */
   recvStart: number;
   recvEnd: number;
-  /** The client's W3C trace context header, when sent. */
+  /** The client's W3C trace context headers, when sent. */
   traceparent?: string;
+  tracestate?: string;
 }
 
 /** A sampled request's trace, as the front doors and the core's callers see it. */

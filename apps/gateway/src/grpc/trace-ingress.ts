@@ -4,12 +4,20 @@ import type { RequestLog } from '../access-log';
 
 /**
  * Tracing on: what the gRPC front door tells the tracer. grpc-js hands a message over once it is
- * read, so the wait/read timestamps are both that moment; `traceparent` comes from the metadata.
+ * read, so the wait/read timestamps are both that moment; `traceparent` and `tracestate` come from
+ * the metadata (several `tracestate` entries are one list).
  */
 export function grpcIngress(metadata: Metadata): TraceIngress {
   const now = performance.now();
   const v = metadata.get('traceparent')[0];
-  return { protocol: 'GRPC', recvStart: now, recvEnd: now, traceparent: typeof v === 'string' ? v : undefined };
+  const state = metadata.get('tracestate').filter((s): s is string => typeof s === 'string');
+  return {
+    protocol: 'GRPC',
+    recvStart: now,
+    recvEnd: now,
+    traceparent: typeof v === 'string' ? v : undefined,
+    tracestate: state.length > 0 ? state.join(',') : undefined,
+  };
 }
 
 /** Sends a traced request's answer between GRPC_SEND_START and GRPC_SEND_END; `last`: the front door is done with the trace. */

@@ -14,12 +14,14 @@ export function noteArrival(req: IncomingMessage): void {
 /** Tracing on: what the HTTP front door tells the tracer (receive timestamps, the client's `traceparent`). */
 export function httpIngress(req: IncomingMessage): TraceIngress {
   const now = performance.now();
-  const traceparent = req.headers.traceparent;
+  const { traceparent, tracestate } = req.headers;
   return {
     protocol: 'HTTP',
     recvStart: (req as TimedRequest)[RECV_START] ?? now,
     recvEnd: now,
     traceparent: Array.isArray(traceparent) ? traceparent[0] : traceparent,
+    // Several tracestate headers are one list (W3C Trace Context); node:http joins them with ', '.
+    tracestate: Array.isArray(tracestate) ? tracestate.join(',') : tracestate,
   };
 }
 
