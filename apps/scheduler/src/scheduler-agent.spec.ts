@@ -261,7 +261,7 @@ describe('SchedulerAgent: batch-done reports', () => {
     const workerPort = new InMemoryPort(broker);
     const batches: ExecuteBatchMessage[] = [];
     await workerPort.consume(workQueueOf('w1', 'simple', 1), (d) => {
-      if (d.message.kind === 'execute-batch') batches.push(d.message);
+      if (d.message.kind === 'execute-batch') batches.push(d.message, ...(d.message.more ?? []));
       void d.ack();
     });
     // The scheduler's request-queue acks, by request id.

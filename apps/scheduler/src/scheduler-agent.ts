@@ -7,6 +7,7 @@ import {
   errorFromWire, liveEntries, requestFromWire, requestToWire, responseFromWire, schedulerMailboxOf, workQueueOf, requestQueueOf,
   type ClusterModelEntry, type ClusterModels,
 } from '@nereid/worker';
+import { BatchDispatches } from './batch-dispatches';
 import { Lease, LEASE_TICK_MS, LEASE_TTL_MS, type LeaseStore } from './model-lease';
 import { QueuedSink } from './queued-sink';
 import { SchedulerHost } from './scheduler-host';
@@ -128,6 +129,7 @@ export class SchedulerAgent {
   private generation = 0;
   /** The queued request of each request object taken from a queue. */
   private readonly queued = new WeakMap<InferenceRequest, QueuedSink>();
+  private readonly dispatches: BatchDispatches;
 
   constructor(
     private readonly port: MessagePort,
@@ -143,6 +145,7 @@ export class SchedulerAgent {
       execute: (key, instance, items) => this.execute(key, instance, items),
     };
     this.host = new SchedulerHost(dispatch);
+    this.dispatches = new BatchDispatches(port);
   }
 
   async start(): Promise<void> {
@@ -325,7 +328,8 @@ export class SchedulerAgent {
     batch.workerId = target.workerId;
     batch.message = { ...batch.message, instance: target.instance };
     const [name, version] = batch.message.key.split('/');
-    this.port.enqueue(workQueueOf(target.workerId, name, Number(version)), batch.message).catch((e: unknown) => {
+    // With the tick's other batches for that worker (batch-dispatches.ts).
+    this.dispatches.add(workQueueOf(target.workerId, name, Number(version)), batch.message, (e: unknown) => {
       if (this.running.get(batchId) !== batch) return;
       for (const i of batch.items) i.sink.fail(toInferenceError(e));
       this.finish(batchId, batch);

@@ -4,7 +4,7 @@ import { BackendRegistry, OnnxRuntimeBackend } from '@nereid/backends';
 import { parseModelConfig } from '@nereid/model-config';
 import {
   CancelRegistry, InMemoryBroker, InMemoryPort, Names,
-  type ExecuteBatchMessage, type ModelKey, type TransportMessage, type WireRequest,
+  type ConsumeOptions, type Delivery, type ExecuteBatchMessage, type ModelKey, type TransportMessage, type WireRequest,
 } from '@nereid/transport';
 import { until } from '../../../test/helpers/poll';
 import { BatchFences } from './batch-fences';
@@ -31,37 +31,69 @@ function batch(scheduler: string, n: number, fence: number | undefined): Execute
   };
 }
 
+/** A worker agent serving `simple` on a real onnxruntime host over an in-memory port; what it answers, reports and acks. */
+async function startAgent() {
+  const inner = new InMemoryPort(new InMemoryBroker());
+  // The agent's work-queue acks, by batch id.
+  const acked: string[] = [];
+  const port = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'consume') {
+        return (queue: string, handler: (d: Delivery) => void, options?: ConsumeOptions) =>
+          target.consume(queue, (d) => handler({
+            message: d.message, redelivered: d.redelivered, touch: () => d.touch(),
+            ack: () => {
+              if (d.message.kind === 'execute-batch') acked.push(d.message.batchId);
+              return d.ack();
+            },
+          }), options);
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const host = new WorkerHost(
+    new BackendRegistry().register(new OnnxRuntimeBackend()),
+    { infer: () => Promise.reject(new Error('no BLS here')), onBatch: () => undefined },
+    () => undefined,
+  );
+  const file = path.join(MODEL, 'config.pbtxt');
+  const config = { ...parseModelConfig(readFileSync(file, 'utf8'), file), backend: 'onnxruntime', instance_group: [{ kind: 'KIND_CPU' as const, count: 1 }] };
+  const localKey: ModelKey = 'simple:1';
+  await host.load({ key: localKey, config, modelDir: MODEL, versionDir: path.join(MODEL, '1'), version: 1 });
+  const cancels = new CancelRegistry(port);
+  await cancels.start();
+  const warnings: string[] = [];
+  const agent = new WorkerAgent(port, new MemoryClusterModels(), host, cancels, 'w1', new BatchFences((m) => warnings.push(m)));
+  const answered: string[] = [];
+  const done: string[] = [];
+  await inner.receive(Names.gatewayMailbox('gw'), (m: TransportMessage) => {
+    if (m.kind === 'response' && m.final) {
+      expect(m.error).toBeUndefined();
+      answered.push(m.requestId);
+    }
+  });
+  // The batch-done reports come through the version's request queue, whoever holds it.
+  await inner.consume(requestQueueOf('simple', 1), (d) => {
+    if (d.message.kind === 'batch-done') done.push(d.message.batchId, ...(d.message.more ?? []).map((r) => r.batchId));
+    void d.ack();
+  });
+  await agent.serve({ name: 'simple', version: 1, localKey, config, instances: 1, depth: 1 });
+  return {
+    port: inner, answered, done, warnings, acked,
+    stop: async () => {
+      await agent.stop();
+      await cancels.stop();
+      await host.unload(localKey);
+      await inner.close();
+    },
+  };
+}
+
 describe('worker: lease fencing of batches (in-memory port, real onnxruntime)', () => {
   it('runs batches whose fence is the highest seen, ignores older ones (logged once per scheduler), and runs unfenced ones', async () => {
-    const port = new InMemoryPort(new InMemoryBroker());
-    const host = new WorkerHost(
-      new BackendRegistry().register(new OnnxRuntimeBackend()),
-      { infer: () => Promise.reject(new Error('no BLS here')), onBatch: () => undefined },
-      () => undefined,
-    );
-    const file = path.join(MODEL, 'config.pbtxt');
-    const config = { ...parseModelConfig(readFileSync(file, 'utf8'), file), backend: 'onnxruntime', instance_group: [{ kind: 'KIND_CPU' as const, count: 1 }] };
-    const localKey: ModelKey = 'simple:1';
-    await host.load({ key: localKey, config, modelDir: MODEL, versionDir: path.join(MODEL, '1'), version: 1 });
-    const cancels = new CancelRegistry(port);
-    await cancels.start();
-    const warnings: string[] = [];
-    const agent = new WorkerAgent(port, new MemoryClusterModels(), host, cancels, 'w1', new BatchFences((m) => warnings.push(m)));
-    const answered: string[] = [];
-    const done: string[] = [];
-    await port.receive(Names.gatewayMailbox('gw'), (m: TransportMessage) => {
-      if (m.kind === 'response' && m.final) {
-        expect(m.error).toBeUndefined();
-        answered.push(m.requestId);
-      }
-    });
-    // The batch-done reports come through the version's request queue, whoever holds it.
-    await port.consume(requestQueueOf('simple', 1), (d) => {
-      if (d.message.kind === 'batch-done') done.push(d.message.batchId, ...(d.message.more ?? []).map((r) => r.batchId));
-      void d.ack();
-    });
+    const { port, answered, done, warnings, stop } = await startAgent();
     try {
-      await agent.serve({ name: 'simple', version: 1, localKey, config, instances: 1, depth: 1 });
       const queue = workQueueOf('w1', 'simple', 1);
       // 'old' held the lease with fence 5; 'new' took it over with fence 9; 'old' goes on for a while.
       for (const m of [batch('old', 1, 5), batch('new', 1, 9), batch('old', 2, 5), batch('old', 3, 5), batch('new', 2, 9), batch('embedded', 1, undefined)]) {
@@ -76,10 +108,25 @@ describe('worker: lease fencing of batches (in-memory port, real onnxruntime)', 
         "worker: ignoring batches of 'simple/1' from old: their lease fence 5 is older than 9 (that scheduler lost the lease)",
       ]);
     } finally {
-      await agent.stop();
-      await cancels.stop();
-      await host.unload(localKey);
-      await port.close();
+      await stop();
+    }
+  });
+
+  it("runs every batch of a message (its 'more' too, each fenced on its own), reports each, and acks the message once all are done", async () => {
+    const { port, answered, done, acked, stop } = await startAgent();
+    try {
+      const queue = workQueueOf('w1', 'simple', 1);
+      await port.enqueue(queue, batch('new', 1, 9));
+      await until('the first batch is answered', () => answered.length === 1 && acked.length === 1, 10_000);
+      // One message: two batches of 'new', and one of 'old' whose lease has been taken over.
+      await port.enqueue(queue, { ...batch('new', 2, 9), more: [batch('old', 1, 5), batch('new', 3, 9)] });
+      await until('the admitted batches are answered', () => answered.length === 3 && done.length === 3, 10_000);
+      await until('the message is acked', () => acked.length === 2, 5000);
+      expect(answered.sort()).toEqual(['new-1', 'new-2', 'new-3']);
+      expect(done.sort()).toEqual(['new:1', 'new:2', 'new:3']);
+      expect(acked).toEqual(['new:1', 'new:2']);
+    } finally {
+      await stop();
     }
   });
 });

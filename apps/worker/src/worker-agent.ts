@@ -1,6 +1,6 @@
 import type { ExecutionItem, ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import {
-  Names, type BatchDoneMessage, type CancelRegistry, type Delivery, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
+  Names, type BatchDoneMessage, type CancelRegistry, type Delivery, type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
 } from '@nereid/transport';
 import { BatchFences } from './batch-fences';
 import { BatchReports } from './batch-reports';
@@ -165,12 +165,26 @@ export class WorkerAgent {
     return [...this.served.values()].map((s) => ({ key: `${s.model.name}/${s.model.version}`, instances: s.model.instances }));
   }
 
+  /** Runs the batches of an execute-batch message (its own and its `more`); acks it once all are done. */
   private run(version: string, delivery: Delivery): void {
     const m = delivery.message;
     const model = this.served.get(version)?.model;
-    // A batch from a scheduler that lost the version's lease is not run (the new holder runs its requests).
-    if (m.kind !== 'execute-batch' || !model || !this.fences.admit(m)) {
+    if (m.kind !== 'execute-batch' || !model) {
       void delivery.ack();
+      return;
+    }
+    let left = 1 + (m.more?.length ?? 0);
+    const ended = (): void => {
+      if (--left === 0) void delivery.ack().catch(() => undefined);
+    };
+    this.runBatch(model, m, ended);
+    if (m.more) for (const b of m.more) this.runBatch(model, b, ended);
+  }
+
+  private runBatch(model: AgentModel, m: ExecuteBatchMessage, ended: () => void): void {
+    // A batch from a scheduler that lost the version's lease is not run (the new holder runs its requests).
+    if (!this.fences.admit(m)) {
+      ended();
       return;
     }
     const items: ExecutionItem[] = m.requests.map((wire) => ({
@@ -195,7 +209,7 @@ export class WorkerAgent {
       // The reports of a turn's batches go together (batch-reports.ts).
       if (m.answerTo !== undefined) void this.port.send(m.answerTo, report).catch(() => undefined);
       else this.reports.add(requestQueueOf(model.name, model.version), report);
-      void delivery.ack().catch(() => undefined);
+      ended();
     });
   }
 

@@ -54,6 +54,39 @@ describe('transport codec', () => {
     expectSameTensors(inputs, r.inputs);
   });
 
+  it("round-trips an execute-batch's further batches ('more'), each with its own tensors; refuses a 'more' that is not a list of flat batches", () => {
+    const t = (name: string, v: number): Tensor => ({ name, datatype: 'INT32', shape: [1, 2], data: Int32Array.from([v, v + 1]) });
+    const msg: ExecuteBatchMessage = {
+      ...batch([request([t('a', 1)])]),
+      more: [{ ...batch([request([t('b', 3)]), request([t('c', 5)], { requestId: 'gw1:2' })]), batchId: 'b2', instance: 0 }],
+    };
+    const back = decodeMessage(encodeMessage(msg)) as ExecuteBatchMessage;
+    expect(back.more).toHaveLength(1);
+    expect({ ...back.more![0], requests: [] }).toEqual({ ...msg.more![0], requests: [] });
+    expect(back.more![0].requests.map((r) => r.requestId)).toEqual(['gw1:1', 'gw1:2']);
+    expectSameTensors(msg.requests[0].inputs, back.requests[0].inputs);
+    expectSameTensors([t('b', 3)], back.more![0].requests[0].inputs);
+    expectSameTensors([t('c', 5)], back.more![0].requests[1].inputs);
+    expect(back.more![0].requests[0].correlationId).toBe(18446744073709551615n);
+    expect('more' in (decodeMessage(encodeMessage(batch([request([t('a', 1)])]))) as ExecuteBatchMessage)).toBe(false);
+    // A header without frames, written by hand (the encoder writes only good ones).
+    const refused = (more: unknown): string => {
+      const header = Buffer.from(JSON.stringify({ ...batch([]), more }));
+      const prefix = Buffer.alloc(12);
+      prefix.write('NRM1', 0, 'latin1');
+      prefix.writeUInt32LE(header.length, 4);
+      try {
+        decodeMessage(Buffer.concat([prefix, header]));
+      } catch (e) {
+        return (e as InferenceError).message;
+      }
+      throw new Error('decoded');
+    };
+    expect(refused({ a: 1 })).toMatch(/'more' is not a list/);
+    expect(refused([batch([]), 3])).toMatch(/'more' holds something else than batches/);
+    expect(refused([{ ...batch([]), more: [batch([])] }])).toMatch(/'more' holds something else than batches/);
+  });
+
   it('round-trips responses: tensors, errors, flag-only finals and statistics; no numbers in the header', () => {
     const out: Tensor = { name: 'OUTPUT0', datatype: 'FP32', shape: [1, 4], data: new Float32Array([1.5, -2, 3, 1e30]) };
     const ok: ResponseMessage = {

@@ -124,7 +124,11 @@ export function decodeMessage(input: Uint8Array): TransportMessage {
 function toWire(m: TransportMessage, frames: Uint8Array[]): unknown {
   switch (m.kind) {
     case 'execute-batch':
-      return { ...m, requests: m.requests.map((r) => requestToWire(r, frames)) };
+      return {
+        ...m,
+        requests: m.requests.map((r) => requestToWire(r, frames)),
+        more: m.more?.map((b) => ({ ...b, requests: b.requests.map((r) => requestToWire(r, frames)) })),
+      };
     case 'response':
       return m.response === undefined ? m : { ...m, response: responseToWire(m.response, frames) };
     default:
@@ -199,17 +203,28 @@ function fromWire(body: unknown, frames: Uint8Array[]): TransportMessage {
   }
   const used = new Uint8Array(frames.length);
   switch (kind) {
-    case 'execute-batch': {
-      const requests = need(Array.isArray(body.requests), body.requests as unknown[], 'execute-batch without requests');
-      for (let i = 0; i < requests.length; i++) requests[i] = requestFromWire(requests[i], frames, used);
+    case 'execute-batch':
+      batchFromWire(body, frames, used);
+      if (Array.isArray(body.more)) {
+        for (const b of body.more as unknown[]) {
+          if (!isObj(b) || b.more !== undefined) throw TransportErrors.badMessage("an execute-batch's 'more' holds something else than batches");
+          batchFromWire(b, frames, used);
+        }
+      } else if (body.more !== undefined) {
+        throw TransportErrors.badMessage("an execute-batch's 'more' is not a list");
+      }
       return body as unknown as TransportMessage;
-    }
     case 'response':
       if (body.response !== undefined) body.response = responseFromWire(body.response, frames, used);
       return body as unknown as TransportMessage;
     default:
       return body as unknown as TransportMessage;
   }
+}
+
+function batchFromWire(b: Obj, frames: Uint8Array[], used: Uint8Array): void {
+  const requests = need(Array.isArray(b.requests), b.requests as unknown[], 'execute-batch without requests');
+  for (let i = 0; i < requests.length; i++) requests[i] = requestFromWire(requests[i], frames, used);
 }
 
 function requestFromWire(r: unknown, frames: Uint8Array[], used: Uint8Array): WireRequest {

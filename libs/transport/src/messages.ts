@@ -58,6 +58,12 @@ export interface ExecuteBatchMessage {
    * the rest on to the gateway).
    */
   answerTo?: string;
+  /**
+   * Further batches for the same work queue, dispatched in the same turn of the scheduler's event
+   * loop (one message per turn, not per batch): each runs as if it had come alone, and the
+   * message is acked once all of them are done. Never nested. Absent: just this one.
+   */
+  more?: ExecuteBatchMessage[];
 }
 
 /** What a model answered to one request: tensors, or an error. */
