@@ -31,6 +31,26 @@ function recording(port: MessagePort, sent: ExecuteBatchMessage[]): MessagePort 
   });
 }
 
+/** A port whose consumers' acks are told to `acked` (with the message acked). */
+function ackRecording(port: MessagePort, acked: (m: TransportMessage) => void): MessagePort {
+  return new Proxy(port, {
+    get(target, prop, receiver) {
+      if (prop === 'consume') {
+        return (queue: string, handler: (d: Delivery) => void, options?: ConsumeOptions) =>
+          target.consume(queue, (d) => handler({
+            message: d.message, redelivered: d.redelivered, touch: () => d.touch(),
+            ack: () => {
+              acked(d.message);
+              return d.ack();
+            },
+          }), options);
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
 let redis: RedisServer;
 let kv: Redis;
 
@@ -266,22 +286,7 @@ describe('SchedulerAgent: batch-done reports', () => {
     });
     // The scheduler's request-queue acks, by request id.
     const acked: string[] = [];
-    const port = new Proxy(new InMemoryPort(broker), {
-      get(target, prop, receiver) {
-        if (prop === 'consume') {
-          return (queue: string, handler: (d: Delivery) => void, options?: ConsumeOptions) =>
-            target.consume(queue, (d) => handler({
-              message: d.message, redelivered: d.redelivered, touch: () => d.touch(),
-              ack: () => {
-                if (d.message.kind === 'execute-batch') acked.push(d.message.requests[0].requestId);
-                return d.ack();
-              },
-            }), options);
-        }
-        const v = Reflect.get(target, prop, receiver);
-        return typeof v === 'function' ? v.bind(target) : v;
-      },
-    });
+    const port = ackRecording(new InMemoryPort(broker), (m) => m.kind === 'execute-batch' && acked.push(m.requests[0].requestId));
     const gateway = await startGateway(broker);
     const a = new SchedulerAgent(port, cluster, 'sched-a', () => undefined, {
       leases: new RedisLeaseStore(kv, prefix),
@@ -306,6 +311,56 @@ describe('SchedulerAgent: batch-done reports', () => {
       await a.stop();
       await gateway.stop();
       await workerPort.close();
+    }
+  });
+});
+
+describe('SchedulerAgent: a message of several requests', () => {
+  it('batches and answers each of its requests, and acks the message once, when all of them are done', async () => {
+    const prefix = `agent-spec-many-${process.pid}:`;
+    const broker = new InMemoryBroker();
+    const cluster = new MemoryClusterModels();
+    const worker = await startWorker(broker, cluster, 'w1', 'simple');
+    const acked: string[][] = [];
+    const port = ackRecording(new InMemoryPort(broker), (m) => m.kind === 'execute-batch' && acked.push(m.requests.map((r) => r.requestId)));
+    const a = new SchedulerAgent(port, cluster, 'sched-a', () => undefined, {
+      leases: new RedisLeaseStore(kv, prefix),
+      sequences: new RedisSequenceRegistry(kv, prefix),
+    });
+    const gatewayPort = new InMemoryPort(broker);
+    const router = new ResponseRouter(gatewayPort, 'gw');
+    await router.start();
+    const answers = new Map<string, ResponseMessage>();
+    try {
+      await a.start();
+      await until('A holds the lease', async () => (await kv.get(`${prefix}lease:simple/1`))?.startsWith('sched-a#') === true, 5000);
+      const requests: WireRequest[] = [100, 200, 300].map((n) => {
+        const requestId = router.nextRequestId();
+        router.register(requestId, { onResponse: (m) => m.final && answers.set(requestId, m) });
+        return {
+          ...REQUEST, ...NOT_IN_SEQUENCE, requestId, replyTo: 'gw', clientId: `c${n}`, modelName: 'simple', modelVersion: 1,
+          inputs: [
+            { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Int32Array.from({ length: 16 }, (_, i) => n + i) },
+            { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Int32Array(16).fill(1) },
+          ],
+        };
+      });
+      await gatewayPort.enqueue(requestQueueOf('simple', 1), { kind: 'execute-batch', batchId: 'gw:turn', key: 'simple/1', instance: -1, slot: 0, requests });
+      await until('every request answered', () => answers.size === 3, 10_000);
+      for (const [i, r] of requests.entries()) {
+        const out = answers.get(r.requestId)!;
+        expect(out.error).toBeUndefined();
+        const sum = out.response!.outputs.find((t) => t.name === 'OUTPUT0')!;
+        expect(Array.from(sum.data as Int32Array)).toEqual(Array.from({ length: 16 }, (_, k) => 100 * (i + 1) + k + 1));
+      }
+      await until('the message acked', () => acked.some((ids) => ids.length === 3), 5000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(acked.filter((ids) => ids.length === 3)).toEqual([requests.map((r) => r.requestId)]);
+    } finally {
+      await a.stop();
+      await router.stop();
+      await gatewayPort.close();
+      await worker.stop();
     }
   });
 });

@@ -9,7 +9,7 @@ import {
 } from '@nereid/worker';
 import { BatchDispatches } from './batch-dispatches';
 import { Lease, LEASE_TICK_MS, LEASE_TTL_MS, type LeaseStore } from './model-lease';
-import { QueuedSink } from './queued-sink';
+import { deliveryShares, QueuedSink } from './queued-sink';
 import { SchedulerHost } from './scheduler-host';
 import { SequenceAffinity } from './sequence-affinity';
 import type { SequenceRegistry } from './sequence-registry';
@@ -278,11 +278,17 @@ export class SchedulerAgent {
       this.batchDone(m);
       return;
     }
-    if (m.kind !== 'execute-batch' || m.requests.length !== 1) {
+    if (m.kind !== 'execute-batch' || m.requests.length === 0) {
       void delivery.ack();
       return;
     }
-    const wire = m.requests[0];
+    // A gateway's requests of one turn may share a message: acked once each of them is.
+    const shares = deliveryShares(delivery, m.requests.length);
+    for (let i = 0; i < m.requests.length; i++) this.take(own, m.requests[i], shares[i]);
+  }
+
+  /** A request taken from the version's queue: to the batcher, unless its sequence lost its state. */
+  private take(own: Ownership, wire: WireRequest, delivery: Delivery): void {
     const sink = new QueuedSink(wire, delivery, this.port, own);
     const item: ExecutionItem = { request: requestFromWire(wire), sink, enqueuedAt: performance.now() };
     this.queued.set(item.request, sink);
