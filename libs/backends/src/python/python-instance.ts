@@ -38,7 +38,7 @@ interface OpenBatch {
   report: ReportExecution;
   /** How long encoding its inputs took (ms). */
   inputMs: number;
-  /** When its EXECUTE frame was sent (performance.now() ms). */
+  /** When its EXECUTE frame was handed to the stub's socket (performance.now() ms, before the write). */
   sentAt: number;
 }
 
@@ -169,11 +169,13 @@ export class PythonModelInstance implements ModelInstance {
     for (let index = 0; index < items.length; index++) this.open.add(batch + index, batch, items[index]);
     return new Promise<void>((resolve) => {
       if (proc.isAlive) {
-        const open: OpenBatch = { items, done: resolve, report, inputMs: 0, sentAt: 0 };
+        // compute_input ends once the inputs are encoded, before the write that wakes the stub: in
+        // Triton's python backend it ends once the inputs are in shared memory, and pushing the
+        // message to the stub is part of compute_infer.
+        const sentAt = performance.now();
+        const open: OpenBatch = { items, done: resolve, report, inputMs: sentAt - startedAt, sentAt };
         this.batches.set(batch, open);
         proc.send(MSG.EXECUTE, [batch, q], blob);
-        open.sentAt = performance.now();
-        open.inputMs = open.sentAt - startedAt;
         return;
       }
       this.open.failRange(InferenceError.unavailable(`python stub of model '${this.modelName}' is not running`), batch, items.length);
@@ -357,8 +359,8 @@ export class PythonModelInstance implements ModelInstance {
       return;
     }
     // What the batch cost, once its answers are read: compute_input is encoding the inputs,
-    // compute_infer the stub's turn (reading inputs, the model's execute, writing outputs),
-    // compute_output reading the outputs here (not delivering them).
+    // compute_infer the write to the stub and its turn (reading inputs, the model's execute,
+    // writing outputs), compute_output reading the outputs here (not delivering them).
     this.readMs = 0;
     const reportBatch = (): void => {
       // Requests the stub dropped (cancelled before execute began) were not executed.

@@ -1,7 +1,7 @@
-import type { InferenceRequest, InferenceResponse, RequestTrace } from '@nereid/protocol';
+import type { ExecutionStats, InferenceRequest, InferenceResponse, RequestTrace } from '@nereid/protocol';
 import type { InferFn, LoadContext, ModelInstance } from '../backend';
 import { PythonBackend } from './python-backend';
-import { config, f32, FIXTURES, i32, loadContext, MODELS, request, run, text, values } from './testing';
+import { CollectingSink, config, f32, FIXTURES, i32, loadContext, MODELS, request, run, text, values } from './testing';
 
 const backend = new PythonBackend();
 const io = (name: string, dims = [4]): [string, string, number[]] => [name, 'TYPE_FP32', dims];
@@ -86,5 +86,27 @@ describe('PythonBackend: what a model logs and calls, tied to its requests', () 
     ]);
     expect(sinks.map((s) => text(s.output('CONTEXT')))).toEqual([[context], [''], ['']]);
     expect(sinks.map((s) => values(s.output('HAS_CONTEXT')))).toEqual([[1], [0], [0]]);
+  });
+
+  it('counts the write that hands a batch to the stub in compute_infer, not compute_input (as Triton\'s python backend does)', async () => {
+    const inst = await backend.loadInstance(loadContext(MODELS, config('add_sub', [io('add_sub_input0'), io('add_sub_input1')], [io('added_output'), io('subbed_output')])));
+    loaded.push(inst);
+    // A stub socket whose write takes 40 ms (the stub waking late on a busy machine, say).
+    const proc = (inst as unknown as { proc: { send: (...a: unknown[]) => void } }).proc;
+    const send = proc.send.bind(proc);
+    proc.send = (...a: unknown[]) => {
+      const until = performance.now() + 40;
+      while (performance.now() < until);
+      send(...a);
+    };
+    const reported: ExecutionStats[] = [];
+    const sink = new CollectingSink();
+    const req = request('add_sub', [f32('add_sub_input0', [1, 2, 3, 4]), f32('add_sub_input1', [1, 1, 1, 1])]);
+    await inst.execute([{ request: req, sink }], (_items, stats) => reported.push(stats));
+    await sink.done;
+    expect(values(sink.output('added_output'))).toEqual([2, 3, 4, 5]);
+    expect(reported).toHaveLength(1);
+    expect(reported[0].inputNs).toBeLessThan(40e6);
+    expect(reported[0].inferNs).toBeGreaterThanOrEqual(40e6);
   });
 });
