@@ -1,3 +1,4 @@
+import Redis from 'ioredis';
 import { startRedis, type RedisServer } from '../../../test/helpers/redis-server';
 import { sleep, until } from '../../../test/helpers/poll';
 import type { ExecuteBatchMessage, TransportMessage } from './messages';
@@ -81,6 +82,37 @@ describe('redis port: Redis trouble', () => {
         code: 'UNAVAILABLE', message: expect.stringMatching(/WRONGPASS|invalid username-password/),
       });
     } finally {
+      await own.stop();
+    }
+  });
+
+  it('fails each command that gets no answer UNAVAILABLE after the command timeout (one timer for them all), and goes on once Redis answers again', async () => {
+    const own = await startRedis();
+    if (own.external) throw new Error('this case needs a redis-server of its own (unset REDIS_URL)');
+    const port = await RedisPort.connect({ url: own.url, commandTimeoutMs: 300 });
+    const admin = new Redis(own.url);
+    try {
+      await port.enqueue('q', batch('before'));
+      // Redis stops answering every client for 1.5 s (as a hung server would).
+      await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+      const failedAfter = async (id: string): Promise<[number, unknown]> => {
+        const at = Date.now();
+        const e = await port.enqueue('q', batch(id)).then(() => undefined, (err: unknown) => err);
+        return [Date.now() - at, e];
+      };
+      const first = failedAfter('hung-1');
+      await sleep(200);
+      const second = failedAfter('hung-2');
+      for (const [ms, e] of [await first, await second]) {
+        expect(e).toMatchObject({ code: 'UNAVAILABLE', message: "the cluster's Redis is unavailable: no answer within 300 ms" });
+        expect(ms).toBeGreaterThanOrEqual(290);
+        expect(ms).toBeLessThan(900);
+      }
+      await sleep(1500);
+      await expect(port.enqueue('q', batch('after'))).resolves.toBeUndefined();
+    } finally {
+      await port.close();
+      admin.disconnect();
       await own.stop();
     }
   });

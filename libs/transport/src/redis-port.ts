@@ -60,6 +60,8 @@ export class RedisPort implements MessagePort {
   private readonly expiresRenewed = new Map<string, number>();
   /** The commands of each event-loop turn, written in one pipeline. */
   private readonly outbox: RedisOutbox;
+  /** When each command waited for fails (`timed`). */
+  private readonly deadlines = new Deadlines();
 
   private constructor(
     private readonly options: RedisPortOptions,
@@ -227,17 +229,69 @@ export class RedisPort implements MessagePort {
   private timed<T>(bytes: number, command: Promise<T>): Promise<T> {
     const ms = (this.options.commandTimeoutMs ?? 1000) + bytes / 4_000;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(TransportErrors.redisUnavailable(`no answer within ${Math.round(ms)} ms`)), ms);
+      const deadline: Deadline = { at: Date.now() + ms, expire: () => reject(TransportErrors.redisUnavailable(`no answer within ${Math.round(ms)} ms`)) };
+      this.deadlines.add(deadline);
       command.then(
         (v) => {
-          clearTimeout(timer);
+          this.deadlines.delete(deadline);
           resolve(v);
         },
         (e) => {
-          clearTimeout(timer);
+          this.deadlines.delete(deadline);
           reject(e);
         },
       );
     });
+  }
+}
+
+interface Deadline {
+  /** Date.now() past which the command has failed. */
+  at: number;
+  expire: () => void;
+}
+
+/**
+ * The deadlines of a port's commands, on one timer armed for the earliest: when it fires, the
+ * commands past theirs fail and it is armed for the next. A setTimeout and a clearTimeout per
+ * pipeline were a visible share of a role's turn (bench/RESULTS.md, "bench/distributed"); this
+ * timer fires about once per timeout while commands are in flight, and is unref'd (the
+ * connections keep the process alive while they wait).
+ */
+class Deadlines {
+  private readonly waiting = new Set<Deadline>();
+  private timer?: NodeJS.Timeout;
+  private armedFor = Number.POSITIVE_INFINITY;
+
+  add(d: Deadline): void {
+    this.waiting.add(d);
+    if (d.at < this.armedFor) this.arm(d.at);
+  }
+
+  delete(d: Deadline): void {
+    this.waiting.delete(d);
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.armedFor = at;
+    this.timer = setTimeout(() => this.fire(), Math.max(0, at - Date.now()));
+    this.timer.unref();
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const d of this.waiting) {
+      if (d.at <= now) {
+        this.waiting.delete(d);
+        d.expire();
+      } else if (d.at < next) {
+        next = d.at;
+      }
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
   }
 }
