@@ -332,10 +332,11 @@ export class SchedulerAgent {
 
   private dispatch(batchId: string, batch: RunningBatch, target: { workerId: string; instance: number }): void {
     batch.workerId = target.workerId;
-    batch.message = { ...batch.message, instance: target.instance };
-    const [name, version] = batch.message.key.split('/');
+    // A new message when the instance changes (one handed to the port before is not changed under it).
+    if (batch.message.instance !== target.instance) batch.message = { ...batch.message, instance: target.instance };
+    const q = batch.own.queue;
     // With the tick's other batches for that worker (batch-dispatches.ts).
-    this.dispatches.add(workQueueOf(target.workerId, name, Number(version)), batch.message, (e: unknown) => {
+    this.dispatches.add(workQueueOf(target.workerId, q.name, q.version), batch.message, (e: unknown) => {
       if (this.running.get(batchId) !== batch) return;
       for (const i of batch.items) i.sink.fail(toInferenceError(e));
       this.finish(batchId, batch);
