@@ -375,23 +375,33 @@ export class NereidCore implements InferenceCore {
 
 /** Requested outputs only, in request order; classification applied; id/name/version set. */
 function shapeResponse(rt: VersionRuntime, request: InferenceRequest, response: InferenceResponse): InferenceResponse {
-  const base: InferenceResponse = {
+  const shaped: InferenceResponse = {
     ...response,
     id: request.id,
     modelName: request.modelName,
     modelVersion: String(rt.stats.version),
   };
-  if (!request.outputs) return base;
-  const byName = new Map<string, Tensor>();
-  for (const t of response.outputs) byName.set(t.name, t);
+  const asked = request.outputs;
+  if (!asked) return shaped;
+  // Every ensemble step names its outputs: a few of them, found by a scan (a map per response
+  // cost more than the scans); a response with many outputs gets its map. Either way the last
+  // output of a name is the one taken.
+  const given = response.outputs;
+  const byName = given.length > 8 ? new Map(given.map((t) => [t.name, t])) : undefined;
   const outputs: Tensor[] = [];
   const batched = (rt.config.max_batch_size ?? 0) > 0;
-  for (const o of request.outputs) {
-    const t = byName.get(o.name);
+  for (const o of asked) {
+    const t = byName !== undefined ? byName.get(o.name) : lastNamed(given, o.name);
     if (!t) continue;
     outputs.push(o.classification ? classify(t, o.classification, batched, rt.labels.get(o.name)) : t);
   }
-  return { ...base, outputs };
+  shaped.outputs = outputs;
+  return shaped;
+}
+
+function lastNamed(tensors: readonly Tensor[], name: string): Tensor | undefined {
+  for (let i = tensors.length - 1; i >= 0; i--) if (tensors[i].name === name) return tensors[i];
+  return undefined;
 }
 
 /** Inferences in a request: its batch dimension when the model batches, else 1. */
