@@ -1,4 +1,4 @@
-import { newInferenceRequest, type InferenceError, type InferenceRequest, type InferenceResponse, type ResponseSink } from '@nereid/protocol';
+import { InferenceError, newInferenceRequest, type InferenceRequest, type InferenceResponse, type ResponseSink } from '@nereid/protocol';
 import { LazyAbort } from '../grpc/lazy-abort';
 import {
   CancelRegistry, InMemoryBroker, InMemoryPort, Names, ResponseRouter, type ExecuteBatchMessage, type SchedulerChannel, type TransportMessage,
@@ -152,5 +152,74 @@ describe('ClusterSchedulerChannel (a gateway, over the in-memory port)', () => {
     expect(sink.errors).toEqual([]);
     expect(published).toEqual([]);
     expect(channel.pendingCount('simple/1/7')).toBe(0);
+  });
+
+  it("sends a turn's requests for a version as one message, in order, and answers each from its own response", async () => {
+    const sinks = [new RecordingSink(), new RecordingSink(), new RecordingSink()];
+    for (const sink of sinks) channel.enqueue('simple/1/7', { request: request(), sink });
+    await tick();
+    expect(queued).toHaveLength(1);
+    const ids = queued[0].requests.map((r) => r.requestId);
+    expect(ids).toEqual(['gw-a:1', 'gw-a:2', 'gw-a:3']);
+    expect(channel.pendingCount('simple/1/7')).toBe(3);
+    // Answered out of order, each to its own sink.
+    for (const i of [2, 0, 1]) {
+      await workerPort.send(Names.gatewayMailbox('gw-a'), { kind: 'response', requestId: ids[i], final: true, error: { code: 'INTERNAL', message: `r${i}` } });
+    }
+    await tick();
+    expect(sinks.map((s) => s.errors.map((e) => e.message))).toEqual([['r0'], ['r1'], ['r2']]);
+    expect(channel.pendingCount('simple/1/7')).toBe(0);
+  });
+
+  it('sends a request with over 64 KiB of tensors alone, and starts a new message where the next would pass 64 KiB', async () => {
+    const sized = (elements: number): InferenceRequest => ({
+      ...request(), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, elements], data: new Int32Array(elements) } as never],
+    });
+    const sink = new RecordingSink();
+    for (const elements of [2, 20_000, 2, 10_000, 2]) channel.enqueue('simple/1/7', { request: sized(elements), sink });
+    await tick();
+    // 80 000 bytes: alone, at once; the others (40 024 bytes) together at the turn's end.
+    expect(queued.map((m) => m.requests.map((r) => r.inputs[0].shape[1]))).toEqual([[20_000], [2, 2, 10_000, 2]]);
+    // Two of 40 000 bytes would pass 64 KiB together.
+    channel.enqueue('simple/1/7', { request: sized(10_000), sink });
+    channel.enqueue('simple/1/7', { request: sized(10_000), sink });
+    await tick();
+    expect(queued.slice(2).map((m) => m.requests.map((r) => r.inputs[0].shape[1]))).toEqual([[10_000], [10_000]]);
+  });
+
+  it('sends each request of a model with sequence batching alone (a redelivered message must not run a done one again)', async () => {
+    channel.open('seq/1/3', { name: 'seq', max_batch_size: 8, sequence_batching: {} }, { instances: 1, depth: 1 });
+    await workerPort.consume('requests:seq/1', (d) => {
+      queued.push(d.message as ExecuteBatchMessage);
+      void d.ack();
+    });
+    const sink = new RecordingSink();
+    for (let i = 0; i < 3; i++) channel.enqueue('seq/1/3', { request: { ...request(), modelName: 'seq' }, sink });
+    await tick();
+    expect(queued.map((m) => m.requests.length)).toEqual([1, 1, 1]);
+  });
+
+  it("leaves out of the turn's message a request whose client went away before it left", async () => {
+    const client = new AbortController();
+    const kept = new RecordingSink();
+    const gone = new RecordingSink();
+    channel.enqueue('simple/1/7', { request: request(client.signal), sink: gone });
+    channel.enqueue('simple/1/7', { request: request(), sink: kept });
+    client.abort();
+    await tick();
+    expect(gone.errors.map((e) => e.code)).toEqual(['CANCELLED']);
+    expect(queued.map((m) => m.requests.map((r) => r.requestId))).toEqual([['gw-a:2']]);
+    expect(channel.pendingCount('simple/1/7')).toBe(1);
+  });
+
+  it("fails every request of a message the port could not take with the port's error", async () => {
+    const refusing = { ...gatewayPort, enqueue: () => Promise.reject(InferenceError.unavailable('Redis is gone')) } as unknown as InMemoryPort;
+    const failing = new ClusterSchedulerChannel(refusing, router, noLocal);
+    failing.open('simple/1/7', { name: 'simple', max_batch_size: 8 }, { instances: 1, depth: 1 });
+    const sinks = [new RecordingSink(), new RecordingSink()];
+    for (const sink of sinks) failing.enqueue('simple/1/7', { request: request(), sink });
+    await tick();
+    expect(sinks.map((s) => s.errors.map((e) => [e.code, e.message]))).toEqual([[['UNAVAILABLE', 'Redis is gone']], [['UNAVAILABLE', 'Redis is gone']]]);
+    expect(failing.pendingCount('simple/1/7')).toBe(0);
   });
 });

@@ -1,9 +1,10 @@
 import type { AutoCompleteContext } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
+import { byteSizeOf } from '@nereid/tensor';
 import { addCancelListener, InferenceError, removeCancelListener, toInferenceError, type ExecutionItem } from '@nereid/protocol';
 import type {
-  ExecuteBatchMessage, MessagePort, ModelKey, ResponseMessage, ResponseRouter, ResponseWaiter, SchedulerChannel, WorkerCapacity,
-  WorkerChannel, WorkerLoadSpec,
+  ExecuteBatchMessage, MessagePort, ModelKey, ResponseMessage, ResponseRouter, ResponseWaiter, SchedulerChannel, WireRequest,
+  WorkerCapacity, WorkerChannel, WorkerLoadSpec,
 } from '@nereid/transport';
 import {
   errorFromWire, liveEntries, requestQueueOf, requestToWire, responseFromWire, statsFromWire,
@@ -59,6 +60,14 @@ export class ClusterWorkerChannel implements WorkerChannel {
   async unload(): Promise<void> {}
 }
 
+/**
+ * Tensor bytes one request-queue message carries at most when it holds several requests; a request
+ * with more goes alone, at once. The saving is per message, which large tensors do not notice,
+ * and a turn of them in one message would be one entry of the sum of their sizes (Redis takes at
+ * most 512 MiB per field).
+ */
+const SHARED_MESSAGE_BYTES = 64 * 1024;
+
 /** A model version this channel sends to: what every request for it needs, worked out once at open. */
 interface Lane {
   /** `<name>/<version>`: the execute-batch's key. */
@@ -66,8 +75,17 @@ interface Lane {
   readonly name: string;
   readonly version: number;
   readonly queue: string;
+  /**
+   * Whether a turn's requests share one message. Not for a model with sequence batching: a
+   * scheduler that dies redelivers a message whole, and a sequence's request that had already
+   * run would run twice.
+   */
+  readonly shares: boolean;
   /** Requests sent and not finally answered. */
   pending: number;
+  /** This turn's requests, sent as one message at its end (`shares`), and their tensor bytes. */
+  outgoing: RemoteRequest[];
+  outgoingBytes: number;
 }
 
 /**
@@ -75,12 +93,22 @@ interface Lane {
  * client's cancel listener, one object (and its one listener) per request.
  */
 class RemoteRequest implements ResponseWaiter {
+  /** Answered, failed or cancelled. */
+  private settled = false;
+
   constructor(
     private readonly router: ResponseRouter,
     private readonly lane: Lane,
     private readonly item: ExecutionItem,
-    private readonly requestId: string,
+    readonly requestId: string,
+    /** The request as the message carries it. */
+    readonly wire: WireRequest,
   ) {}
+
+  /** Still waiting for its answer (a request cancelled before its turn's message left is not sent). */
+  get waiting(): boolean {
+    return !this.settled;
+  }
 
   /** The client went away: the cluster stops working on it, the sink hears CANCELLED. */
   readonly onCancel = (): void => {
@@ -104,21 +132,27 @@ class RemoteRequest implements ResponseWaiter {
   }
 
   private done(): void {
+    this.settled = true;
     this.lane.pending--;
     removeCancelListener(this.item.request, this.onCancel);
   }
 }
 
 /**
- * A gateway's view of the schedulers (distributed mode): each request becomes a message on its
- * model version's request queue (an execute-batch of one request), and its responses come back
- * through this gateway's mailbox (the ResponseRouter). A client that goes away is a cancel
- * message. Ensembles are scheduled here, by `local`: their steps go back through the core and
- * so to the cluster.
+ * A gateway's view of the schedulers (distributed mode): the requests of one event-loop turn for a
+ * model version become one message on its request queue (an execute-batch of those requests; the
+ * scheduler takes each request on its own and acks the message once all are done), and their
+ * responses come back through this gateway's mailbox (the ResponseRouter). One message per turn,
+ * not per request: one encode, one Redis entry and one ack instead of one each per request
+ * (bench/RESULTS.md, "bench/distributed"). A client that goes away is a cancel message.
+ * Ensembles are scheduled here, by `local`: their steps go back through the core and so to the
+ * cluster.
  */
 export class ClusterSchedulerChannel implements SchedulerChannel {
   private readonly ensembles = new Set<ModelKey>();
   private readonly lanes = new Map<ModelKey, Lane>();
+  /** Lanes with requests waiting for the turn's end. */
+  private sending: Lane[] = [];
 
   constructor(
     private readonly port: MessagePort,
@@ -134,14 +168,17 @@ export class ClusterSchedulerChannel implements SchedulerChannel {
       this.local.open(key, config, capacity, modelDir);
       return;
     }
-    this.laneOf(key, config.name ?? key.slice(0, key.indexOf('/')));
+    this.laneOf(key, config.name ?? key.slice(0, key.indexOf('/')), config);
   }
 
-  private laneOf(key: ModelKey, name: string): Lane {
+  private laneOf(key: ModelKey, name: string, config?: ModelConfig): Lane {
     let lane = this.lanes.get(key);
     if (!lane) {
       const version = versionOf(key);
-      lane = { key: `${name}/${version}`, name, version, queue: requestQueueOf(name, version), pending: 0 };
+      lane = {
+        key: `${name}/${version}`, name, version, queue: requestQueueOf(name, version), shares: config !== undefined && !config.sequence_batching,
+        pending: 0, outgoing: [], outgoingBytes: 0,
+      };
       this.lanes.set(key, lane);
     }
     return lane;
@@ -159,19 +196,53 @@ export class ClusterSchedulerChannel implements SchedulerChannel {
       return;
     }
     const requestId = this.router.nextRequestId();
-    const message: ExecuteBatchMessage = {
-      kind: 'execute-batch',
-      batchId: requestId,
-      key: lane.key,
-      instance: -1,
-      slot: 0,
-      requests: [requestToWire(request, requestId, this.router.gatewayId)],
-    };
-    const remote = new RemoteRequest(this.router, lane, item, requestId);
+    const remote = new RemoteRequest(this.router, lane, item, requestId, requestToWire(request, requestId, this.router.gatewayId));
     lane.pending++;
     this.router.register(requestId, remote);
     addCancelListener(request, remote.onCancel);
-    this.port.enqueue(lane.queue, message).catch((e: unknown) => remote.failed(e));
+    if (!lane.shares) {
+      this.send(lane, [remote]);
+      return;
+    }
+    let bytes = 0;
+    for (const t of request.inputs) bytes += byteSizeOf(t);
+    if (bytes > SHARED_MESSAGE_BYTES) {
+      this.send(lane, [remote]);
+      return;
+    }
+    if (lane.outgoingBytes + bytes > SHARED_MESSAGE_BYTES) this.sendOutgoing(lane);
+    lane.outgoingBytes += bytes;
+    if (lane.outgoing.push(remote) > 1) return;
+    // After the turn's I/O callbacks: every request this turn reads goes in the lane's one message.
+    if (this.sending.push(lane) === 1) setImmediate(() => this.endOfTurn());
+  }
+
+  private endOfTurn(): void {
+    const lanes = this.sending;
+    this.sending = [];
+    for (const lane of lanes) this.sendOutgoing(lane);
+  }
+
+  /** Sends the lane's waiting requests (those not cancelled meanwhile) as one message. */
+  private sendOutgoing(lane: Lane): void {
+    const remotes = lane.outgoing.filter((r) => r.waiting);
+    lane.outgoing = [];
+    lane.outgoingBytes = 0;
+    if (remotes.length > 0) this.send(lane, remotes);
+  }
+
+  private send(lane: Lane, remotes: RemoteRequest[]): void {
+    const message: ExecuteBatchMessage = {
+      kind: 'execute-batch',
+      batchId: remotes[0].requestId,
+      key: lane.key,
+      instance: -1,
+      slot: 0,
+      requests: remotes.map((r) => r.wire),
+    };
+    this.port.enqueue(lane.queue, message).catch((e: unknown) => {
+      for (const r of remotes) if (r.waiting) r.failed(e);
+    });
   }
 
   async close(key: ModelKey, options?: { drainSequences?: boolean }): Promise<void> {
