@@ -117,6 +117,31 @@ describe('redis port: Redis trouble', () => {
     }
   });
 
+  it('times commands out on time when the wall clock steps back while they wait (the deadlines are on a monotonic clock)', async () => {
+    const own = await startRedis();
+    if (own.external) throw new Error('this case needs a redis-server of its own (unset REDIS_URL)');
+    const port = await RedisPort.connect({ url: own.url, commandTimeoutMs: 300 });
+    const admin = new Redis(own.url);
+    const wall = Date.now;
+    try {
+      await port.enqueue('q', batch('before'));
+      await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+      const at = performance.now();
+      const pending = port.enqueue('q', batch('hung')).then(() => undefined, (err: unknown) => err);
+      // An NTP step of an hour back, once the command has been written (at the turn's end).
+      await sleep(50);
+      Date.now = () => wall() - 3_600_000;
+      const e = await pending;
+      expect(e).toMatchObject({ code: 'UNAVAILABLE', message: "the cluster's Redis is unavailable: no answer within 300 ms" });
+      expect(performance.now() - at).toBeLessThan(900);
+    } finally {
+      Date.now = wall;
+      await port.close();
+      admin.disconnect();
+      await own.stop();
+    }
+  });
+
   it('fails to connect to no Redis at all with UNAVAILABLE, quickly', async () => {
     const own = await startRedis();
     const url = own.url;

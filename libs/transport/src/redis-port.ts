@@ -229,7 +229,7 @@ export class RedisPort implements MessagePort {
   private timed<T>(bytes: number, command: Promise<T>): Promise<T> {
     const ms = (this.options.commandTimeoutMs ?? 1000) + bytes / 4_000;
     return new Promise<T>((resolve, reject) => {
-      const deadline: Deadline = { at: Date.now() + ms, expire: () => reject(TransportErrors.redisUnavailable(`no answer within ${Math.round(ms)} ms`)) };
+      const deadline: Deadline = { at: performance.now() + ms, expire: () => reject(TransportErrors.redisUnavailable(`no answer within ${Math.round(ms)} ms`)) };
       this.deadlines.add(deadline);
       command.then(
         (v) => {
@@ -246,7 +246,10 @@ export class RedisPort implements MessagePort {
 }
 
 interface Deadline {
-  /** Date.now() past which the command has failed. */
+  /**
+   * performance.now() past which the command has failed: a monotonic clock, as setTimeout's (a
+   * wall clock stepped back would hold a hung Redis's commands for as long as the step).
+   */
   at: number;
   expire: () => void;
 }
@@ -275,14 +278,14 @@ class Deadlines {
   private arm(at: number): void {
     clearTimeout(this.timer);
     this.armedFor = at;
-    this.timer = setTimeout(() => this.fire(), Math.max(0, at - Date.now()));
+    this.timer = setTimeout(() => this.fire(), Math.max(0, at - performance.now()));
     this.timer.unref();
   }
 
   private fire(): void {
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = performance.now();
     let next = Number.POSITIVE_INFINITY;
     for (const d of this.waiting) {
       if (d.at <= now) {
