@@ -34,8 +34,10 @@ function batch(scheduler: string, n: number, fence: number | undefined): Execute
 /** A worker agent serving `simple` on a real onnxruntime host over an in-memory port; what it answers, reports and acks. */
 async function startAgent() {
   const inner = new InMemoryPort(new InMemoryBroker());
-  // The agent's work-queue acks, by batch id.
+  // The agent's work-queue acks, by batch id, and how many final answers it had sent by each.
   const acked: string[] = [];
+  const sentAtAck: number[] = [];
+  let sent = 0;
   const port = new Proxy(inner, {
     get(target, prop, receiver) {
       if (prop === 'consume') {
@@ -43,10 +45,19 @@ async function startAgent() {
           target.consume(queue, (d) => handler({
             message: d.message, redelivered: d.redelivered, touch: () => d.touch(),
             ack: () => {
-              if (d.message.kind === 'execute-batch') acked.push(d.message.batchId);
+              if (d.message.kind === 'execute-batch') {
+                acked.push(d.message.batchId);
+                sentAtAck.push(sent);
+              }
               return d.ack();
             },
           }), options);
+      }
+      if (prop === 'send') {
+        return (to: string, m: TransportMessage) => {
+          if (m.kind === 'response' && m.final) sent++;
+          return target.send(to, m);
+        };
       }
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
@@ -80,7 +91,7 @@ async function startAgent() {
   });
   await agent.serve({ name: 'simple', version: 1, localKey, config, instances: 1, depth: 1 });
   return {
-    port: inner, answered, done, warnings, acked,
+    port: inner, answered, done, warnings, acked, sentAtAck,
     stop: async () => {
       await agent.stop();
       await cancels.stop();
@@ -113,7 +124,7 @@ describe('worker: lease fencing of batches (in-memory port, real onnxruntime)', 
   });
 
   it("runs every batch of a message (its 'more' too, each fenced on its own), reports each, and acks the message once all are done", async () => {
-    const { port, answered, done, acked, stop } = await startAgent();
+    const { port, answered, done, acked, sentAtAck, stop } = await startAgent();
     try {
       const queue = workQueueOf('w1', 'simple', 1);
       await port.enqueue(queue, batch('new', 1, 9));
@@ -125,6 +136,8 @@ describe('worker: lease fencing of batches (in-memory port, real onnxruntime)', 
       expect(answered.sort()).toEqual(['new-1', 'new-2', 'new-3']);
       expect(done.sort()).toEqual(['new:1', 'new:2', 'new:3']);
       expect(acked).toEqual(['new:1', 'new:2']);
+      // The second message only once both of its admitted batches had answered (not at its first batch's end, nor at the refused one's).
+      expect(sentAtAck).toEqual([1, 3]);
     } finally {
       await stop();
     }
