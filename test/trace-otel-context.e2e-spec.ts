@@ -84,12 +84,18 @@ describe('python backend: request.trace().get_context()', () => {
       expect(JSON.parse(context)).toEqual({ traceparent: `00-${traceId}-${span.spanId}-01` });
     });
 
-    it("carries the client's tracestate on (HTTP and gRPC), its malformed members dropped", async () => {
+    it("carries the client's tracestate on (HTTP and gRPC), none of it when a member is malformed (as Triton)", async () => {
       const state = 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7';
       const traceId = hex(32);
-      const { context } = await contextOverHttp(server.http, { traceparent: `00-${traceId}-${hex(16)}-01`, tracestate: `${state},not a member` });
+      const { context } = await contextOverHttp(server.http, { traceparent: `00-${traceId}-${hex(16)}-01`, tracestate: state });
       const span = await modelSpan(traceId);
       expect(JSON.parse(context)).toEqual({ traceparent: `00-${traceId}-${span.spanId}-01`, tracestate: state });
+      // opentelemetry-cpp's TraceState::FromHeader, which Triton's propagator uses, drops the whole
+      // list for one malformed member (OpenTelemetry JS would keep the others).
+      const badId = hex(32);
+      const bad = await contextOverHttp(server.http, { traceparent: `00-${badId}-${hex(16)}-01`, tracestate: `${state},not a member` });
+      const badSpan = await modelSpan(badId);
+      expect(JSON.parse(bad.context)).toEqual({ traceparent: `00-${badId}-${badSpan.spanId}-01` });
 
       const grpcTrace = hex(32);
       const metadata = new grpc.Metadata();

@@ -1,4 +1,4 @@
-import type { Context, Span, Tracer as OtelTracer } from '@opentelemetry/api';
+import type { Context, Span, TraceState, Tracer as OtelTracer } from '@opentelemetry/api';
 import type { TracerProvider } from '@opentelemetry/sdk-trace';
 import type { TraceIngress } from '@nereid/protocol';
 import { epochMs, type CoreTrace, type TraceSink } from './trace-record';
@@ -66,17 +66,27 @@ export class OtelTraceSink implements TraceSink {
     this.tracer = this.provider.getTracer('nereid');
   }
 
-  /**
-   * The client's trace context, when its `traceparent` is well formed, with its `tracestate` (parsed
-   * by OpenTelemetry's TraceState: malformed members dropped, at most 32, nothing past 512 chars).
-   */
+  /** The client's trace context, when its `traceparent` is well formed, with its `tracestate` (clientTraceState). */
   private clientContext(ingress: TraceIngress | undefined): Context {
     const root = this.api.ROOT_CONTEXT;
     const traceparent = ingress?.traceparent;
     const m = traceparent === undefined ? null : TRACEPARENT.exec(traceparent.trim().toLowerCase());
     if (!m || m[1] === 'ff' || /^0+$/.test(m[2]) || /^0+$/.test(m[3])) return root;
-    const traceState = ingress?.tracestate ? this.api.createTraceState(ingress.tracestate) : undefined;
+    const traceState = ingress?.tracestate ? this.clientTraceState(ingress.tracestate) : undefined;
     return this.api.trace.setSpanContext(root, { traceId: m[2], spanId: m[3], traceFlags: parseInt(m[4], 16), isRemote: true, traceState });
+  }
+
+  /**
+   * The client's `tracestate` as Triton keeps it (opentelemetry-cpp's TraceState::FromHeader): all
+   * of it, or none when a member is malformed or there are more than 32. OpenTelemetry JS's parse
+   * keeps the well-formed members of a malformed list, and 32 of a longer one: what it
+   * kept is counted against what was sent.
+   */
+  private clientTraceState(raw: string): TraceState | undefined {
+    const members = raw.split(',').filter((m) => m.trim() !== '').length;
+    const state = this.api.createTraceState(raw);
+    const kept = state.serialize();
+    return kept !== '' && kept.split(',').length === members ? state : undefined;
   }
 
   started(trace: CoreTrace): void {
