@@ -2,7 +2,11 @@ import type { AutoCompleteContext } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import { DerivedRequest } from '@nereid/scheduling';
-import type { BatchDoneMessage, Delivery, ExecuteBatchMessage, MessagePort, ModelKey, Subscription, TransportMessage, WireRequest, WorkerChannel } from '@nereid/transport';
+import {
+  MAX_REQUESTS_PER_MESSAGE,
+  type BatchDoneMessage, type Delivery, type ExecuteBatchMessage, type MessagePort, type ModelKey, type Subscription, type TransportMessage,
+  type WireRequest, type WorkerChannel,
+} from '@nereid/transport';
 import {
   errorFromWire, liveEntries, requestFromWire, requestToWire, responseFromWire, schedulerMailboxOf, workQueueOf, requestQueueOf,
   type ClusterModelEntry, type ClusterModels,
@@ -31,6 +35,9 @@ export const CLUSTER_PIPELINE_DEPTH = 64;
  * period when its lease is taken over, so the new holder claims them all at its first try.
  */
 export const TAKE_OVER_CLAIM_IDLE_MS = LEASE_TTL_MS - LEASE_TICK_MS - 250;
+
+/** The most requests a lease holder reads ahead of what it has dispatched (its queues' memory bound). */
+const READ_AHEAD_REQUESTS = 4096;
 
 /** Where a scheduler keeps what outlives it: the leases, and the live sequences of each version. */
 export interface SchedulerState {
@@ -233,7 +240,9 @@ export class SchedulerAgent {
       const lost = q.sequences ? await own.affinity.takeOver() : 0;
       const subscription = await this.port.consume(requestQueueOf(q.name, q.version), (d) => this.onRequest(own, d), {
         consumer: this.schedulerId,
-        prefetch: 4096,
+        // Messages read ahead: each holds up to MAX_REQUESTS_PER_MESSAGE requests (a gateway's
+        // turn), so at most READ_AHEAD_REQUESTS requests wait in this scheduler's memory.
+        prefetch: Math.ceil(READ_AHEAD_REQUESTS / MAX_REQUESTS_PER_MESSAGE),
         claimIdleMs: TAKE_OVER_CLAIM_IDLE_MS,
       });
       if (own.deposed) {

@@ -42,6 +42,12 @@ export interface RequestFlags {
   padding?: boolean;
 }
 
+/**
+ * The most requests a gateway puts in one request-queue message (a turn's requests for a version).
+ * A scheduler reads ahead a number of messages, so this bounds how many requests that is.
+ */
+export const MAX_REQUESTS_PER_MESSAGE = 32;
+
 /** A batch the scheduler hands to one slot of one instance of a model on a worker. */
 export interface ExecuteBatchMessage {
   kind: 'execute-batch';

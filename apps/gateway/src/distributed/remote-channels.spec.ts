@@ -1,7 +1,7 @@
 import { InferenceError, newInferenceRequest, type InferenceRequest, type InferenceResponse, type ResponseSink } from '@nereid/protocol';
 import { LazyAbort } from '../grpc/lazy-abort';
 import {
-  CancelRegistry, InMemoryBroker, InMemoryPort, Names, ResponseRouter, type ExecuteBatchMessage, type SchedulerChannel, type TransportMessage,
+  CancelRegistry, InMemoryBroker, InMemoryPort, MAX_REQUESTS_PER_MESSAGE, Names, ResponseRouter, type ExecuteBatchMessage, type SchedulerChannel, type TransportMessage,
 } from '@nereid/transport';
 import { ClusterSchedulerChannel } from './remote-channels';
 
@@ -185,6 +185,15 @@ describe('ClusterSchedulerChannel (a gateway, over the in-memory port)', () => {
     channel.enqueue('simple/1/7', { request: sized(10_000), sink });
     await tick();
     expect(queued.slice(2).map((m) => m.requests.map((r) => r.inputs[0].shape[1]))).toEqual([[10_000], [10_000]]);
+  });
+
+  it(`puts at most ${MAX_REQUESTS_PER_MESSAGE} requests in one message (a scheduler reads ahead a number of messages)`, async () => {
+    const sink = new RecordingSink();
+    const n = MAX_REQUESTS_PER_MESSAGE * 2 + 3;
+    for (let i = 0; i < n; i++) channel.enqueue('simple/1/7', { request: request(), sink });
+    await tick();
+    expect(queued.map((m) => m.requests.length)).toEqual([MAX_REQUESTS_PER_MESSAGE, MAX_REQUESTS_PER_MESSAGE, 3]);
+    expect(queued.flatMap((m) => m.requests.map((r) => r.requestId))).toEqual(Array.from({ length: n }, (_, i) => `gw-a:${i + 1}`));
   });
 
   it('sends each request of a model with sequence batching alone (a redelivered message must not run a done one again)', async () => {

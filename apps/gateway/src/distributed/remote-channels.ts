@@ -2,9 +2,10 @@ import type { AutoCompleteContext } from '@nereid/backends';
 import type { ModelConfig } from '@nereid/model-config';
 import { byteSizeOf } from '@nereid/tensor';
 import { addCancelListener, InferenceError, removeCancelListener, toInferenceError, type ExecutionItem } from '@nereid/protocol';
-import type {
-  ExecuteBatchMessage, MessagePort, ModelKey, ResponseMessage, ResponseRouter, ResponseWaiter, SchedulerChannel, WireRequest,
-  WorkerCapacity, WorkerChannel, WorkerLoadSpec,
+import {
+  MAX_REQUESTS_PER_MESSAGE,
+  type ExecuteBatchMessage, type MessagePort, type ModelKey, type ResponseMessage, type ResponseRouter, type ResponseWaiter,
+  type SchedulerChannel, type WireRequest, type WorkerCapacity, type WorkerChannel, type WorkerLoadSpec,
 } from '@nereid/transport';
 import {
   errorFromWire, liveEntries, requestQueueOf, requestToWire, responseFromWire, statsFromWire,
@@ -210,7 +211,7 @@ export class ClusterSchedulerChannel implements SchedulerChannel {
       this.send(lane, [remote]);
       return;
     }
-    if (lane.outgoingBytes + bytes > SHARED_MESSAGE_BYTES) this.sendOutgoing(lane);
+    if (lane.outgoingBytes + bytes > SHARED_MESSAGE_BYTES || lane.outgoing.length >= MAX_REQUESTS_PER_MESSAGE) this.sendOutgoing(lane);
     lane.outgoingBytes += bytes;
     if (lane.outgoing.push(remote) > 1) return;
     // After the turn's I/O callbacks: every request this turn reads goes in the lane's one message.
