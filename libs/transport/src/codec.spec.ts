@@ -3,7 +3,7 @@ import { InferenceError } from '@nereid/protocol';
 import { DATATYPES, ELEMENT_SIZE, bytesView, isBytesData, tensorDataFromBytes, type Tensor } from '@nereid/tensor';
 import { fuzz, fuzzParams, onlyThrows, rawTensorArb } from '../../../test/helpers/fuzz';
 import { decodeMessage, encodeMessage } from './codec';
-import type { ExecuteBatchMessage, ResponseMessage, TransportMessage, WireRequest } from './messages';
+import type { BatchDoneMessage, ExecuteBatchMessage, ResponseMessage, TransportMessage, WireRequest } from './messages';
 
 function rawOf(t: Tensor): Buffer {
   if (isBytesData(t.data)) {
@@ -85,6 +85,26 @@ describe('transport codec', () => {
     expect(refused({ a: 1 })).toMatch(/'more' is not a list/);
     expect(refused([batch([]), 3])).toMatch(/'more' holds something else than batches/);
     expect(refused([{ ...batch([]), more: [batch([])] }])).toMatch(/'more' holds something else than batches/);
+  });
+
+  it("round-trips a batch-done's further reports ('more'); refuses a 'more' that is not a list of reports with ids", () => {
+    const compute = { inputNs: 1, inferNs: 2, outputNs: 3 };
+    const done: BatchDoneMessage = {
+      kind: 'batch-done', batchId: 'b1', key: 'simple/1', workerId: 'w1', batchSize: 1, requestCount: 1, compute,
+      more: [{ batchId: 'b2', batchSize: 2, requestCount: 2, compute }],
+    };
+    expect(decodeMessage(encodeMessage(done))).toEqual(done);
+    const refused = (more: unknown): string => {
+      try {
+        decodeMessage(encodeMessage({ ...done, more } as BatchDoneMessage));
+      } catch (e) {
+        return (e as InferenceError).message;
+      }
+      throw new Error('decoded');
+    };
+    expect(refused({ batchId: 'b2' })).toMatch(/'more' is not a list of batch reports/);
+    expect(refused([{ batchSize: 1 }])).toMatch(/'more' is not a list of batch reports/);
+    expect(refused([null])).toMatch(/'more' is not a list of batch reports/);
   });
 
   it('round-trips responses: tensors, errors, flag-only finals and statistics; no numbers in the header', () => {

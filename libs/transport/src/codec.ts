@@ -217,6 +217,12 @@ function fromWire(body: unknown, frames: Uint8Array[]): TransportMessage {
     case 'response':
       if (body.response !== undefined) body.response = responseFromWire(body.response, frames, used);
       return body as unknown as TransportMessage;
+    case 'batch-done':
+      // The scheduler ends each batch listed: one without an id would stop it short of the rest.
+      if (body.more !== undefined && !(Array.isArray(body.more) && body.more.every((r) => isObj(r) && typeof r.batchId === 'string'))) {
+        throw TransportErrors.badMessage("a batch-done's 'more' is not a list of batch reports");
+      }
+      return body as unknown as TransportMessage;
     default:
       return body as unknown as TransportMessage;
   }
