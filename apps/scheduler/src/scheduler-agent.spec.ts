@@ -5,10 +5,11 @@ import { BackendRegistry, OnnxRuntimeBackend } from '@nereid/backends';
 import { parseModelConfig, type ModelConfig } from '@nereid/model-config';
 import {
   CancelRegistry, InMemoryBroker, InMemoryPort, ResponseRouter,
-  type ConsumeOptions, type Delivery, type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type TransportMessage, type WireRequest,
+  type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type TransportMessage, type WireRequest,
 } from '@nereid/transport';
 import { MemoryClusterModels, requestQueueOf, workQueueOf, WorkerAgent, WorkerHost } from '@nereid/worker';
 import { until } from '../../../test/helpers/poll';
+import { recordingPort } from '../../../test/helpers/recording-port';
 import { startRedis, type RedisServer } from '../../../test/helpers/redis-server';
 import { RedisLeaseStore } from './redis-leases';
 import { SchedulerAgent } from './scheduler-agent';
@@ -24,26 +25,6 @@ function recording(port: MessagePort, sent: ExecuteBatchMessage[]): MessagePort 
           if (m.kind === 'execute-batch' && queue.startsWith('work:')) sent.push(m);
           return target.enqueue(queue, m);
         };
-      }
-      const v = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? v.bind(target) : v;
-    },
-  });
-}
-
-/** A port whose consumers' acks are told to `acked` (with the message acked). */
-function ackRecording(port: MessagePort, acked: (m: TransportMessage) => void): MessagePort {
-  return new Proxy(port, {
-    get(target, prop, receiver) {
-      if (prop === 'consume') {
-        return (queue: string, handler: (d: Delivery) => void, options?: ConsumeOptions) =>
-          target.consume(queue, (d) => handler({
-            message: d.message, redelivered: d.redelivered, touch: () => d.touch(),
-            ack: () => {
-              acked(d.message);
-              return d.ack();
-            },
-          }), options);
       }
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
@@ -286,7 +267,7 @@ describe('SchedulerAgent: batch-done reports', () => {
     });
     // The scheduler's request-queue acks, by request id.
     const acked: string[] = [];
-    const port = ackRecording(new InMemoryPort(broker), (m) => m.kind === 'execute-batch' && acked.push(m.requests[0].requestId));
+    const port = recordingPort(new InMemoryPort(broker), { acked: (m) => m.kind === 'execute-batch' && acked.push(m.requests[0].requestId) });
     const gateway = await startGateway(broker);
     const a = new SchedulerAgent(port, cluster, 'sched-a', () => undefined, {
       leases: new RedisLeaseStore(kv, prefix),
@@ -322,7 +303,7 @@ describe('SchedulerAgent: a message of several requests', () => {
     const cluster = new MemoryClusterModels();
     const worker = await startWorker(broker, cluster, 'w1', 'simple');
     const acked: string[][] = [];
-    const port = ackRecording(new InMemoryPort(broker), (m) => m.kind === 'execute-batch' && acked.push(m.requests.map((r) => r.requestId)));
+    const port = recordingPort(new InMemoryPort(broker), { acked: (m) => m.kind === 'execute-batch' && acked.push(m.requests.map((r) => r.requestId)) });
     const a = new SchedulerAgent(port, cluster, 'sched-a', () => undefined, {
       leases: new RedisLeaseStore(kv, prefix),
       sequences: new RedisSequenceRegistry(kv, prefix),

@@ -4,9 +4,10 @@ import { BackendRegistry, OnnxRuntimeBackend } from '@nereid/backends';
 import { parseModelConfig } from '@nereid/model-config';
 import {
   CancelRegistry, InMemoryBroker, InMemoryPort, Names,
-  type ConsumeOptions, type Delivery, type ExecuteBatchMessage, type ModelKey, type TransportMessage, type WireRequest,
+  type ExecuteBatchMessage, type ModelKey, type TransportMessage, type WireRequest,
 } from '@nereid/transport';
 import { until } from '../../../test/helpers/poll';
+import { recordingPort } from '../../../test/helpers/recording-port';
 import { BatchFences } from './batch-fences';
 import { MemoryClusterModels, requestQueueOf, workQueueOf } from './cluster-models';
 import { WorkerAgent } from './worker-agent';
@@ -38,29 +39,14 @@ async function startAgent() {
   const acked: string[] = [];
   const sentAtAck: number[] = [];
   let sent = 0;
-  const port = new Proxy(inner, {
-    get(target, prop, receiver) {
-      if (prop === 'consume') {
-        return (queue: string, handler: (d: Delivery) => void, options?: ConsumeOptions) =>
-          target.consume(queue, (d) => handler({
-            message: d.message, redelivered: d.redelivered, touch: () => d.touch(),
-            ack: () => {
-              if (d.message.kind === 'execute-batch') {
-                acked.push(d.message.batchId);
-                sentAtAck.push(sent);
-              }
-              return d.ack();
-            },
-          }), options);
-      }
-      if (prop === 'send') {
-        return (to: string, m: TransportMessage) => {
-          if (m.kind === 'response' && m.final) sent++;
-          return target.send(to, m);
-        };
-      }
-      const v = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? v.bind(target) : v;
+  const port = recordingPort(inner, {
+    acked: (m) => {
+      if (m.kind !== 'execute-batch') return;
+      acked.push(m.batchId);
+      sentAtAck.push(sent);
+    },
+    sent: (_to, m) => {
+      if (m.kind === 'response' && m.final) sent++;
     },
   });
   const host = new WorkerHost(
