@@ -1,8 +1,8 @@
-import { InferenceError } from '@nereid/protocol';
 import type { DataType } from './datatype';
 import { decodeJsonData, encodeJsonDataText, halfBitsToNumbers } from './json-codec';
 import { JsonNumber, parseJsonText } from './json-text';
 import type { Tensor, TensorData } from './tensor';
+import { errorOf } from '../../../test/helpers/inference-error';
 
 const decode = (dt: DataType, shape: number[], data: unknown) => decodeJsonData(dt, shape, data, 'IN', 'm');
 const tensor = (datatype: DataType, shape: number[], data: TensorData): Tensor => ({ name: 'OUT', datatype, shape, data });
@@ -10,16 +10,6 @@ const tensor = (datatype: DataType, shape: number[], data: TensorData): Tensor =
 const encodeJsonData = (t: Tensor): unknown => parseJsonText(encodeJsonDataText(t), { keepLiterals: false });
 /** The `data` array of a JSON text with every number kept as written (see json-text.ts). */
 const literally = (text: string): unknown => (parseJsonText(`{"data":${text}}`, { keepLiterals: true }) as { data: unknown }).data;
-
-function errorOf(fn: () => unknown): InferenceError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InferenceError);
-    return e as InferenceError;
-  }
-  throw new Error('expected an error');
-}
 
 describe('decodeJsonData', () => {
   const cases: [DataType, unknown[], TensorData][] = [

@@ -1,6 +1,7 @@
-import { InferenceError, type InferenceResponse } from '@nereid/protocol';
+import type { InferenceResponse } from '@nereid/protocol';
 import { HeaderCache } from './header-cache';
 import { decodeInferRequest } from './infer-codec';
+import { errorOf } from '../../../../test/helpers/inference-error';
 
 /** A binary request: the JSON header, then each input's bytes. */
 function body(header: object, ...tensors: ArrayBufferView[]): { body: Buffer; length: string } {
@@ -20,16 +21,6 @@ const HEADER = {
 
 function decode(b: { body: Buffer; length: string }, cache?: HeaderCache) {
   return decodeInferRequest(b.body, b.length, 'm', -1, () => [], undefined, cache);
-}
-
-function errorOf(fn: () => unknown): InferenceError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InferenceError);
-    return e as InferenceError;
-  }
-  throw new Error('expected an error');
 }
 
 describe('HeaderCache: binary requests whose JSON header was decoded before', () => {

@@ -1,17 +1,8 @@
-import { InferenceError, type InferenceResponse } from '@nereid/protocol';
+import type { InferenceResponse } from '@nereid/protocol';
 import { decodeInferRequest, encodeInferResponseText, type OutputForm } from './infer-codec';
+import { errorOf } from '../../../../test/helpers/inference-error';
 
 const decode = (json: string) => decodeInferRequest(Buffer.from(json), undefined, 'm', -1);
-
-function errorOf(fn: () => unknown): InferenceError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InferenceError);
-    return e as InferenceError;
-  }
-  throw new Error('expected an error');
-}
 
 describe('decodeInferRequest: numbers as the client wrote them', () => {
   it('reads 64-bit integer data and a uint64 sequence_id beyond 2^53 exactly', () => {
