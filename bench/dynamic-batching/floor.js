@@ -6,30 +6,17 @@
 // (closed-loop.js, 32 connections) in the same process. Prints req/s and the CPU per request of
 // server and client together.
 // Usage: node bench/dynamic-batching/floor.js [seconds=5] [rounds=3]
-const http = require('node:http');
 const { closedLoop } = require('./closed-loop');
+const { bareServer } = require('./mlp-wire');
 
 const SECONDS = Number(process.argv[2] || 5);
 const ROUNDS = Number(process.argv[3] || 3);
-const header = Buffer.from(JSON.stringify({
-  model_name: 'mlp', model_version: '1',
-  outputs: [{ name: 'OUTPUT', datatype: 'FP32', shape: [1, 512], parameters: { binary_data_size: 2048 } }],
-}));
-const binary = Buffer.alloc(2048);
 const requestHeader = Buffer.from(JSON.stringify({
   inputs: [{ name: 'INPUT', shape: [1, 512], datatype: 'FP32', parameters: { binary_data_size: 2048 } }],
   outputs: [{ name: 'OUTPUT', parameters: { binary_data: true } }],
 }));
 
-const server = http.createServer((req, res) => {
-  req.on('data', () => {});
-  req.on('end', () => {
-    res.writeHead(200, ['content-type', 'application/octet-stream', 'inference-header-content-length', String(header.length),
-      'content-length', String(header.length + binary.length), 'x-content-type-options', 'nosniff']);
-    res.write(header);
-    res.end(binary);
-  });
-});
+const server = bareServer();
 
 server.listen(0, '127.0.0.1', async () => {
   const { port } = server.address();

@@ -4,32 +4,18 @@
 // (binary FP32 [1,512] in, binary OUTPUT [1,512] out) with no model behind it, so that what its
 // process spends per request is the front door's own work. Prints its port on the first line.
 // Usage: node front-door-server.js bare|<root holding dist/>
-//   bare:   a bare node:http server answering with canned answer bytes (floor.js's handler);
+//   bare:   a bare node:http server answering with canned answer bytes (mlp-wire.js's bareServer, as floor.js's);
 //   <root>: the built startHttpServer (Nest + the infer fast path, as `nereid serve` starts it)
 //           of <root>/dist over a stand-in core that answers every request at once with a
 //           [1,512] FP32 output (a fresh tensor per request, as a backend's would be).
-const http = require('node:http');
 const path = require('node:path');
+const { WIDTH, bareServer } = require('./mlp-wire');
 
-const WIDTH = 512;
 const kind = process.argv[2];
 if (!kind) throw new Error('usage: front-door-server.js bare|<root holding dist/>');
 
 function bare() {
-  const header = Buffer.from(JSON.stringify({
-    model_name: 'mlp', model_version: '1',
-    outputs: [{ name: 'OUTPUT', datatype: 'FP32', shape: [1, WIDTH], parameters: { binary_data_size: WIDTH * 4 } }],
-  }));
-  const binary = Buffer.alloc(WIDTH * 4);
-  const server = http.createServer((req, res) => {
-    req.on('data', () => {});
-    req.on('end', () => {
-      res.writeHead(200, ['content-type', 'application/octet-stream', 'inference-header-content-length', String(header.length),
-        'content-length', String(header.length + binary.length), 'x-content-type-options', 'nosniff']);
-      res.write(header);
-      res.end(binary);
-    });
-  });
+  const server = bareServer();
   server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 }
 

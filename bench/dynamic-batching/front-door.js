@@ -18,6 +18,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { closedLoop } = require('./closed-loop');
+const { binaryRequest } = require('./mlp-wire');
 const { ROOT, freePort, waitFor } = require('../lib/util');
 
 const MODEL = process.argv[2] === '--model';
@@ -25,18 +26,7 @@ const args = process.argv.slice(MODEL ? 3 : 2);
 const SECONDS = Number(args[0] || 3);
 const ROUNDS = Number(args[1] || 5);
 const ROOTS = args.length > 2 ? args.slice(2).map((r) => path.resolve(r)) : [ROOT];
-const WIDTH = 512;
 const TICK_US = 1e6 / 100; // USER_HZ: /proc's clock ticks are 10 ms on Linux
-
-function request() {
-  const row = new Float32Array(WIDTH);
-  for (let i = 0; i < WIDTH; i++) row[i] = Math.sin(i) * 0.5;
-  const header = Buffer.from(JSON.stringify({
-    inputs: [{ name: 'INPUT', shape: [1, WIDTH], datatype: 'FP32', parameters: { binary_data_size: row.byteLength } }],
-    outputs: [{ name: 'OUTPUT', parameters: { binary_data: true } }],
-  }));
-  return { body: Buffer.concat([header, Buffer.from(row.buffer)]), headerLength: header.length };
-}
 
 /** utime + stime in µs of the event-loop thread (and its stime alone) and of the whole process. */
 function cpuOf(pid) {
@@ -100,7 +90,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const label = (kind) => (kind === 'bare' ? 'bare' : kind === ROOT ? 'this build' : kind);
 
 async function main() {
-  const req = request();
+  const req = binaryRequest();
   const headers = { 'content-type': 'application/octet-stream', 'inference-header-content-length': String(req.headerLength) };
   let repo;
   if (MODEL) {

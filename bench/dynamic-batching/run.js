@@ -10,6 +10,7 @@
 // always measured with the same client in the same run.
 const autocannon = require('autocannon');
 const { closedLoop } = require('./closed-loop');
+const { WIDTH, binaryRequest } = require('./mlp-wire');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -18,20 +19,8 @@ const { ROOT, startNereid, fmt } = require('../lib/util');
 const SECONDS = Number(process.argv[2] || 10);
 const ROUNDS = Number(process.argv[3] || 3);
 const CONNECTIONS = 32;
-const WIDTH = 512;
 const CLIENT = process.argv[4] || 'raw';
 if (CLIENT !== 'raw' && CLIENT !== 'autocannon') throw new Error(`client must be raw or autocannon, not ${CLIENT}`);
-
-/** A KServe binary-extension request: JSON header, then the row's 2048 bytes. */
-function binaryRequest() {
-  const row = new Float32Array(WIDTH);
-  for (let i = 0; i < WIDTH; i++) row[i] = Math.sin(i) * 0.5;
-  const header = Buffer.from(JSON.stringify({
-    inputs: [{ name: 'INPUT', shape: [1, WIDTH], datatype: 'FP32', parameters: { binary_data_size: row.byteLength } }],
-    outputs: [{ name: 'OUTPUT', parameters: { binary_data: true } }],
-  }));
-  return { body: Buffer.concat([header, Buffer.from(row.buffer)]), headerLength: header.length };
-}
 
 /** A copy of models/mlp named `name`, its dynamic_batching block removed unless `batching`. */
 function copyMlp(repo, name, batching) {
