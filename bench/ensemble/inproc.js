@@ -20,6 +20,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { ensembleRepo } = require('./repo');
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const flag = (name, dflt) => (process.argv.find((a) => a.startsWith(`--${name}=`)) ?? `--${name}=${dflt}`).slice(name.length + 3);
@@ -76,15 +77,10 @@ function instantModel(repo, name, inputs, outputs) {
 }
 
 function makeRepo(root) {
-  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-ensemble-inproc-'));
-  const models = path.join(root, 'models');
-  fs.cpSync(path.join(models, 'add_sub'), path.join(repo, 'add_sub'), { recursive: true });
-  fs.cpSync(path.join(models, 'mul'), path.join(repo, 'mul'), { recursive: true });
-  const ensemble = path.join(root, 'test/fixtures/python/add_sub_mul');
-  fs.cpSync(ensemble, path.join(repo, 'add_sub_mul'), { recursive: true });
+  const repo = ensembleRepo('nereid-ensemble-inproc-', root);
   instantModel(repo, 'add_sub_i', ['add_sub_input0', 'add_sub_input1'], ['added_output', 'subbed_output']);
   instantModel(repo, 'mul_i', ['mul_input0', 'mul_input1'], ['mul_output']);
-  const text = fs.readFileSync(path.join(ensemble, 'config.pbtxt'), 'utf8');
+  const text = fs.readFileSync(path.join(repo, 'add_sub_mul', 'config.pbtxt'), 'utf8');
   fs.mkdirSync(path.join(repo, 'add_sub_mul_i', '1'), { recursive: true });
   fs.writeFileSync(path.join(repo, 'add_sub_mul_i', 'config.pbtxt'), text
     .replace('name: "add_sub_mul"', 'name: "add_sub_mul_i"')

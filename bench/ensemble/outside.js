@@ -12,10 +12,10 @@
 //   whether work the server does after writing an answer delays the next request.
 const fs = require('node:fs');
 const os = require('node:os');
-const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { ROOT, startNereid, fmt } = require('../lib/util');
+const { startNereid, fmt } = require('../lib/util');
 const { RawConnection, encodeRequest } = require('../sequence-batching/raw-client');
+const { ensembleRepo } = require('./repo');
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const GAP_US = Number((process.argv.find((a) => a.startsWith('--gap=')) ?? '--gap=0').slice('--gap='.length));
@@ -35,14 +35,6 @@ const BODIES = {
 };
 /** The model whose success time is the call's time in the server (the chain: both steps'). */
 const CALLED = { ensemble: ['add_sub_mul'], add_sub: ['add_sub'], mul: ['mul'], chain: ['add_sub', 'mul'] };
-
-function makeRepo() {
-  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-ensemble-outside-'));
-  fs.cpSync(path.join(ROOT, 'models/add_sub'), path.join(repo, 'add_sub'), { recursive: true });
-  fs.cpSync(path.join(ROOT, 'models/mul'), path.join(repo, 'mul'), { recursive: true });
-  fs.cpSync(path.join(ROOT, 'test/fixtures/python/add_sub_mul'), path.join(repo, 'add_sub_mul'), { recursive: true });
-  return repo;
-}
 
 /** The node process serving (bin/nereid is a shell script that execs it, or its child). */
 function serverPid(child) {
@@ -118,7 +110,7 @@ async function phase(conn, encoded, port, pid, kind) {
 async function main() {
   console.log(`bench/ensemble/outside: ${os.cpus().length} cpus, node ${process.version}, ${ROUNDS} rounds of ${N} calls per kind, ` +
     `gap ${GAP_US} µs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  const repo = makeRepo();
+  const repo = ensembleRepo('nereid-ensemble-outside-');
   const server = await startNereid(repo);
   const pid = serverPid(server.child);
   const conn = new RawConnection(server.http);

@@ -19,8 +19,9 @@ const readline = require('node:readline');
 const { spawn } = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, startNereid, fmt } = require('../lib/util');
+const { startNereid, fmt } = require('../lib/util');
 const { RawConnection, encodeRequest } = require('../sequence-batching/raw-client');
+const { ensembleRepo } = require('./repo');
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const CLIENT = (process.argv.find((a) => a.startsWith('--client=')) ?? '--client=raw').slice('--client='.length);
@@ -29,14 +30,6 @@ const N = Number(args[0] || 300);
 const ROUNDS = Number(args[1] || 10);
 const WARMUP = 200;
 const TARGET_RATIO = 0.5;
-
-function makeRepo() {
-  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-ensemble-bench-'));
-  fs.cpSync(path.join(ROOT, 'models/add_sub'), path.join(repo, 'add_sub'), { recursive: true });
-  fs.cpSync(path.join(ROOT, 'models/mul'), path.join(repo, 'mul'), { recursive: true });
-  fs.cpSync(path.join(ROOT, 'test/fixtures/python/add_sub_mul'), path.join(repo, 'add_sub_mul'), { recursive: true });
-  return repo;
-}
 
 /**
  * One request on the raw keep-alive connection (bench/sequence-batching/raw-client.js: the same
@@ -169,7 +162,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function main() {
   console.log(`bench/ensemble: ${os.cpus().length} cpus, node ${process.version}, ${ROUNDS} alternating rounds of ${N} ` +
     `sequential requests per side, HTTP JSON, keep-alive, loopback, ${CLIENT} client, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  const repo = makeRepo();
+  const repo = ensembleRepo('nereid-ensemble-bench-');
   const server = await startNereid(repo);
   // One keep-alive connection for both sides, as a client would use.
   const conn = new RawConnection(server.http);

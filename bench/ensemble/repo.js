@@ -1,0 +1,18 @@
+'use strict';
+// bench/ensemble's model repository: add_sub and mul (python models) and the add_sub_mul ensemble
+// of the two, copied into a fresh temporary folder.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { ROOT } = require('../lib/util');
+
+/** A fresh folder under the system's temporary one, named `prefix`…, holding the three models of `root`'s checkout. */
+function ensembleRepo(prefix, root = ROOT) {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.cpSync(path.join(root, 'models/add_sub'), path.join(repo, 'add_sub'), { recursive: true });
+  fs.cpSync(path.join(root, 'models/mul'), path.join(repo, 'mul'), { recursive: true });
+  fs.cpSync(path.join(root, 'test/fixtures/python/add_sub_mul'), path.join(repo, 'add_sub_mul'), { recursive: true });
+  return repo;
+}
+
+module.exports = { ensembleRepo };
