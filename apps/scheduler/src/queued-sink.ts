@@ -68,27 +68,3 @@ export class QueuedSink implements ResponseSink {
   }
 }
 
-/**
- * Each request's share of a request-queue message that holds `n` requests (a gateway's requests
- * of one turn): the message is acked once every request's share is, each counted once (a request
- * may be acked both as failed and as part of a batch that ended). One request: the delivery itself.
- */
-export function deliveryShares(delivery: Delivery, n: number): Delivery[] {
-  if (n === 1) return [delivery];
-  let left = n;
-  const shares: Delivery[] = [];
-  for (let i = 0; i < n; i++) {
-    let acked = false;
-    shares.push({
-      message: delivery.message,
-      redelivered: delivery.redelivered,
-      touch: () => delivery.touch(),
-      ack: () => {
-        if (acked) return Promise.resolve();
-        acked = true;
-        return --left === 0 ? delivery.ack() : Promise.resolve();
-      },
-    });
-  }
-  return shares;
-}

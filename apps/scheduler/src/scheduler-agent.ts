@@ -3,7 +3,7 @@ import type { ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
 import { DerivedRequest } from '@nereid/scheduling';
 import {
-  MAX_REQUESTS_PER_MESSAGE,
+  deliveryShares, MAX_REQUESTS_PER_MESSAGE,
   type BatchDoneMessage, type Delivery, type ExecuteBatchMessage, type MessagePort, type ModelKey, type Subscription, type TransportMessage,
   type WireRequest, type WorkerChannel,
 } from '@nereid/transport';
@@ -13,7 +13,7 @@ import {
 } from '@nereid/worker';
 import { BatchDispatches } from './batch-dispatches';
 import { Lease, LEASE_TICK_MS, LEASE_TTL_MS, type LeaseStore } from './model-lease';
-import { deliveryShares, QueuedSink } from './queued-sink';
+import { QueuedSink } from './queued-sink';
 import { SchedulerHost } from './scheduler-host';
 import { SequenceAffinity } from './sequence-affinity';
 import type { SequenceRegistry } from './sequence-registry';

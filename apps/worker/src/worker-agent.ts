@@ -1,6 +1,6 @@
 import type { ExecutionItem, ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
 import {
-  Names, type BatchDoneMessage, type CancelRegistry, type Delivery, type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
+  deliveryShares, Names, type BatchDoneMessage, type CancelRegistry, type Delivery, type ExecuteBatchMessage, type MessagePort, type ResponseMessage, type Subscription, type WireRequest,
 } from '@nereid/transport';
 import { BatchFences } from './batch-fences';
 import { BatchReports } from './batch-reports';
@@ -173,15 +173,14 @@ export class WorkerAgent {
       void delivery.ack();
       return;
     }
-    let left = 1 + (m.more?.length ?? 0);
-    const ended = (): void => {
-      if (--left === 0) void delivery.ack().catch(() => undefined);
-    };
-    this.runBatch(model, m, ended);
-    if (m.more) for (const b of m.more) this.runBatch(model, b, ended);
+    const shares = deliveryShares(delivery, 1 + (m.more?.length ?? 0));
+    this.runBatch(model, m, shares[0]);
+    if (m.more) for (let i = 0; i < m.more.length; i++) this.runBatch(model, m.more[i], shares[i + 1]);
   }
 
-  private runBatch(model: AgentModel, m: ExecuteBatchMessage, ended: () => void): void {
+  /** Runs one batch; `share` (its part of the message's delivery) is acked once it has ended. */
+  private runBatch(model: AgentModel, m: ExecuteBatchMessage, share: Delivery): void {
+    const ended = (): void => void share.ack().catch(() => undefined);
     // A batch from a scheduler that lost the version's lease is not run (the new holder runs its requests).
     if (!this.fences.admit(m)) {
       ended();

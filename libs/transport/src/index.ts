@@ -4,6 +4,8 @@ export * from './messages';
 export * from './control-files';
 export * from './codec';
 export * from './port';
+export * from './delivery-shares';
+export * from './tick-groups';
 export * from './in-memory-port';
 export * from './response-router';
 export * from './transport-errors';

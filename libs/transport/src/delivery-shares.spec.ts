@@ -1,5 +1,5 @@
-import type { Delivery } from '@nereid/transport';
-import { deliveryShares } from './queued-sink';
+import type { Delivery } from './port';
+import { deliveryShares } from './delivery-shares';
 
 describe('deliveryShares', () => {
   it('acks the message once every share is acked, each share counted once however often it is acked', async () => {
