@@ -3,12 +3,13 @@
  * file under --log-dir with --access-log; each test changes a setting over HTTP `/v2/logging` or
  * gRPC LogSettings and reads the file: info and error lines switched off and on, verbose request
  * lines with the request id (the client's or an assigned one), ISO8601 and JSON formats, another
- * file inside --log-dir (one outside refused), and one access-log line per HTTP and gRPC request.
+ * file inside --log-dir (one outside refused), one access-log line per HTTP and gRPC request, and
+ * an update with one bad key changing nothing.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
+import { call, callError, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
 import { getJson, makeRepository, MODELS, postJson, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
@@ -196,6 +197,27 @@ describe('logging extension at run time', () => {
     expect(bad.status).toBe(503);
     expect(bad.body.error).toBe('invalid argument for --log_format, got: yaml');
     await setLog({ log_format: 'default', log_verbose_level: 0 });
+  });
+
+  it('an update with one bad key changes nothing (HTTP and gRPC): every key is checked before any is applied', async () => {
+    const before = (await getJson(`${server.http}/v2/logging`)).body;
+    expect(before).toMatchObject({ log_format: 'default', log_verbose_level: 0, log_info: true });
+    // A good log_format and log_info before a bad key (checked later): neither applied.
+    const http = await setLog({ log_format: 'ISO8601', log_info: false, log_verbose_level: -1 });
+    expect(http.status).toBe(400);
+    expect(http.body.error).toBe("expect unsigned integer for 'log_verbose_level'");
+    expect((await getJson(`${server.http}/v2/logging`)).body).toEqual(before);
+    const file = await setLog({ log_file: 'elsewhere.log', log_format: 'yaml' });
+    expect(file.status).toBe(503);
+    expect((await getJson(`${server.http}/v2/logging`)).body).toEqual(before);
+    const grpcError = await callError(client, 'LogSettings', {
+      settings: { log_verbose_level: { uint32_param: 1 }, log_warning: { bool_param: false }, log_format: { string_param: 'yaml' } },
+    });
+    expect(grpcError.details).toBe('invalid argument for --log_format, got: yaml');
+    expect((await getJson(`${server.http}/v2/logging`)).body).toEqual(before);
+    // Still the default format and file: the next line says so.
+    await marker('atomic-1');
+    expect(await lineMatching(logFile, /id=atomic-1$/)).toMatch(/^I\d{4} .* nereid\] access HTTP POST/);
   });
 
   it('log_file moves the log to another file under --log-dir, and refuses one outside it', async () => {

@@ -22,11 +22,11 @@ import type {
   ServerMetadata,
   TraceSettings,
 } from './core';
+import { checkLogUpdate } from './log-settings';
 import type { LifecycleListener, ModelRepositoryManager, VersionEntry, VersionRuntime } from './model-manager';
 import { EnsembleDependencies } from './repository-api-dependencies';
 import { validateRequest } from './request-validation';
 import { ResponseTimeline } from './statistics';
-import { fileUnder } from './trace-paths';
 import type { CoreTrace } from './trace-record';
 import { Tracer } from './tracer';
 
@@ -332,38 +332,10 @@ export class NereidCore implements InferenceCore {
     return ready.sort((a, b) => a.version - b.version).map((v) => v.runtime!.stats.snapshot());
   }
 
+  /** The logging extension's settings, after `update` if given (all of it or, when a key is bad, none: see checkLogUpdate). */
   logSettings(update?: Partial<LogSettings>): LogSettings {
     const s = this.options.logSettings;
-    if (update) {
-      let logFile: string | undefined;
-      if (update.log_file !== undefined && update.log_file !== null) {
-        const dir = this.options.logDir;
-        if (!dir) throw InferenceError.unsupported('log file location can not be updated through network protocol');
-        if (typeof update.log_file !== 'string') throw InferenceError.invalidArg(`expect string for 'log_file'`);
-        // '' goes back to the console; any other name must be inside --log-dir.
-        logFile = update.log_file === '' ? '' : fileUnder(dir, update.log_file, 'log_file', '--log-dir');
-      }
-      if (update.log_format !== undefined && update.log_format !== null) {
-        if (update.log_format !== 'default' && update.log_format !== 'ISO8601' && update.log_format !== 'json') {
-          throw InferenceError.unavailable(`invalid argument for --log_format, got: ${String(update.log_format)}`);
-        }
-        s.log_format = update.log_format;
-      }
-      for (const k of ['log_info', 'log_warning', 'log_error'] as const) {
-        const v = update[k];
-        if (v === undefined || v === null) continue;
-        if (typeof v !== 'boolean') throw InferenceError.invalidArg(`expect boolean for '${k}'`);
-        s[k] = v;
-      }
-      const lv = update.log_verbose_level;
-      if (lv !== undefined && lv !== null) {
-        if (typeof lv !== 'number' || !Number.isInteger(lv) || lv < 0) {
-          throw InferenceError.invalidArg(`expect unsigned integer for 'log_verbose_level'`);
-        }
-        s.log_verbose_level = lv;
-      }
-      if (logFile !== undefined) s.log_file = logFile;
-    }
+    if (update) Object.assign(s, checkLogUpdate(update, this.options.logDir));
     return { ...s };
   }
 
