@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseTokensFile, TokenStore } from './auth-tokens';
@@ -58,7 +58,44 @@ describe('TokenStore', () => {
     expect(errors).toEqual([expect.stringContaining('auth tokens file not reloaded')]);
   });
 
-  it('refuses a file that does not parse at start', () => {
+  it('refuses at start a file that does not parse, names no token or cannot be read', () => {
     expect(() => new TokenStore(tokensFile('nope'))).toThrow('tokens file line 1');
+    expect(() => new TokenStore(tokensFile(''))).toThrow('names no token');
+    expect(() => new TokenStore(tokensFile('# only a comment\n\n'))).toThrow('names no token');
+    expect(() => new TokenStore(path.join(tmpdir(), 'nereid-no-such-tokens-file'))).toThrow('cannot read the auth tokens file');
+  });
+
+  it('fails closed on reload: an emptied, removed or unreadable file keeps the previous tokens', () => {
+    const file = tokensFile(`${sha('admin')} model-config,model-repository\n`);
+    const errors: string[] = [];
+    const store = new TokenStore(file, (m) => errors.push(m));
+    for (const spoil of [() => writeFileSync(file, ''), () => writeFileSync(file, '# all gone\n'), () => rmSync(file, { force: true }), () => mkdirSync(file)]) {
+      spoil();
+      store.reload();
+      expect(store.check('model-config', undefined)).toBe('unauthenticated');
+      expect(store.check('model-repository', 'Bearer admin')).toBe('granted');
+      rmSync(file, { recursive: true, force: true });
+    }
+    expect(errors).toEqual([
+      expect.stringContaining('names no token'),
+      expect.stringContaining('names no token'),
+      expect.stringContaining('cannot read the auth tokens file'),
+      expect.stringContaining('cannot read the auth tokens file'),
+    ]);
+    expect(errors.every((m) => m.startsWith('auth tokens file not reloaded, the previous tokens stay'))).toBe(true);
+  });
+
+  it('keeps a group protected until restart once some version of the file named it', () => {
+    const file = tokensFile(`${sha('admin')} model-config,model-repository\n`);
+    const errors: string[] = [];
+    const store = new TokenStore(file, (m) => errors.push(m));
+    writeFileSync(file, `${sha('user')} inference\n`);
+    store.reload();
+    expect(store.check('inference', 'Bearer user')).toBe('granted');
+    expect(store.check('model-repository', undefined)).toBe('unauthenticated');
+    expect(store.check('model-repository', 'Bearer user')).toBe('forbidden');
+    expect(store.check('model-config', 'Bearer admin')).toBe('unauthenticated');
+    expect(store.check('health', undefined)).toBe('open');
+    expect(errors).toEqual(['auth tokens file reloaded; no token opens model-config, model-repository any more: protected until restart']);
   });
 });

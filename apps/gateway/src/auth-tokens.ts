@@ -31,18 +31,23 @@ export function parseTokensFile(text: string): TokenEntry[] {
 
 /**
  * Bearer tokens (`--auth-tokens-file`), kept only as hashes. Every group some token opens needs
- * `Authorization: Bearer <token>` of a token that opens it. The file is re-read when it changes;
- * a file that no longer parses keeps the previous tokens (reported through `onError`).
+ * `Authorization: Bearer <token>` of a token that opens it. The file is re-read when it changes.
+ *
+ * It fails closed: a file that names no token, cannot be read or does not parse is refused at
+ * start and, on a re-read, keeps the previous tokens (reported through `onError`); and a group
+ * once protected stays protected until restart, even when no line names it any more (an editor's
+ * truncate-then-write, a half-copied file or a mistaken edit must not open the control APIs).
  */
 export class TokenStore {
   private entries: TokenEntry[];
-  private restricted = new Set<ApiGroup>();
+  /** Every group some accepted version of the file named: only ever grows. */
+  private readonly restricted = new Set<ApiGroup>();
 
   constructor(
     private readonly file: string,
     private readonly onError: (message: string) => void = () => undefined,
   ) {
-    this.entries = parseTokensFile(fs.readFileSync(file, 'utf8'));
+    this.entries = this.read();
     this.index();
   }
 
@@ -56,16 +61,36 @@ export class TokenStore {
   }
 
   reload(): void {
+    let entries: TokenEntry[];
     try {
-      this.entries = parseTokensFile(fs.readFileSync(this.file, 'utf8'));
-      this.index();
+      entries = this.read();
     } catch (e) {
       this.onError(`auth tokens file not reloaded, the previous tokens stay: ${(e as Error).message}`);
+      return;
+    }
+    this.entries = entries;
+    this.index();
+    const unnamed = [...this.restricted].filter((g) => !entries.some((e) => e.groups.has(g)));
+    if (unnamed.length > 0) {
+      this.onError(`auth tokens file reloaded; no token opens ${unnamed.join(', ')} any more: protected until restart`);
     }
   }
 
+  /** The file's entries; throws when it cannot be read, does not parse or names no token. */
+  private read(): TokenEntry[] {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.file, 'utf8');
+    } catch (e) {
+      throw new Error(`cannot read the auth tokens file ${this.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    const entries = parseTokensFile(text);
+    if (entries.length === 0) throw new Error(`the auth tokens file ${this.file} names no token`);
+    return entries;
+  }
+
   private index(): void {
-    this.restricted = new Set(this.entries.flatMap((e) => [...e.groups]));
+    for (const e of this.entries) for (const g of e.groups) this.restricted.add(g);
   }
 
   /** The verdict for a request of `group` carrying this `Authorization` value. */
