@@ -1,12 +1,15 @@
 /**
  * --http-restricted-api and --grpc-restricted-protocol, as Triton answers them: every API group
- * without its header (HTTP 403 / gRPC UNAVAILABLE, naming the header) and with it.
+ * without its header (HTTP 403 / gRPC UNAVAILABLE, naming the header) and with it; a restriction
+ * Triton would refuse at start-up (an empty value) is refused.
  */
+import { spawnSync } from 'node:child_process';
 import * as net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { parseRestriction } from '../../apps/gateway/src/restrictions';
 import { call, healthClient, inferenceClient, type Client, type Msg } from '../helpers/grpc-client';
-import { makeRepository, startTestServer } from '../helpers/server';
+import { loopbackPorts, MAIN } from '../helpers/built-server';
+import { makeRepository, startError, startTestServer } from '../helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
@@ -165,5 +168,27 @@ describe('gRPC --grpc-restricted-protocol', () => {
     } finally {
       health.close();
     }
+  });
+});
+
+describe('start-up checks, as Triton (ParseGenericConfigOption)', () => {
+  // Before, `logging:k=` was taken and a request with an empty `k:` header reached /v2/logging.
+  it('refuses a restriction with an empty value', async () => {
+    const repo = makeRepository({});
+    const error = await startError({ modelRepositories: [repo], httpRestrictedApis: [{ groups: ['logging'], key: 'k', value: '' }] });
+    expect(error?.message).toContain("--http-restricted-api option format is '<config name>:<setting>=<value>'. Got logging:k=");
+    const grpcError = await startError({ modelRepositories: [repo], grpcRestrictedProtocols: [{ groups: ['logging'], key: 'k', value: '' }] });
+    expect(grpcError?.message).toContain("--grpc-restricted-protocol option format is '<config name>:<setting>=<value>'. Got logging:k=");
+  });
+
+  it('the built CLI exits at once on --http-restricted-api=logging:k= with Triton\'s words', async () => {
+    const { args } = await loopbackPorts();
+    const r = spawnSync(process.execPath, [MAIN, 'serve', '--model-repository', makeRepository({}), ...args, '--http-restricted-api=logging:k='], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(r.status).not.toBe(0);
+    expect(r.status).not.toBeNull();
+    expect(r.stderr).toContain("--http-restricted-api option format is '<config name>:<setting>=<value>'. Got logging:k=");
   });
 });
