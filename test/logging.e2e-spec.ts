@@ -180,6 +180,19 @@ describe('logging extension at run time', () => {
       raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
     });
     await lineMatching(logFile, /access GRPC RPC \/inference\.GRPCInferenceService\/ModelInfer 0 \d+\.\d{3}ms client=.*127\.0\.0\.1:\d+ model=simple id=grpc-1$/);
+    // A gRPC request without an id: its line names the id assigned to it, as HTTP's does.
+    const before = linesOf(logFile).length;
+    await call(client, 'ModelInfer', {
+      model_name: 'simple',
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+      ],
+      raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
+    });
+    await marker('acc-2');
+    const grpcLine = linesOf(logFile).slice(before).find((l) => l.includes('access GRPC RPC /inference.GRPCInferenceService/ModelInfer'));
+    expect(grpcLine).toMatch(/ model=simple id=nereid-\d+$/);
   });
 
   it('log_format ISO8601 and json change the next lines', async () => {

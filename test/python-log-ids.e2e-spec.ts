@@ -1,8 +1,9 @@
 /**
  * End-to-end: a python model's `pb_utils.Logger` lines written while it executes a batch carry
  * the request ids of that batch on the server's log line (text and JSON formats): the client's id,
- * or the one Nereid assigns (the same one the server's own lines about the request carry). Lines
- * written in `initialize` and `finalize` carry none.
+ * or the one Nereid assigns (the same one the server's own lines about the request carry), clipped
+ * as error messages clip a client's text. Lines written in `initialize` and `finalize` carry none.
+ * A stub's crash line names the requests the crash failed.
  */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,9 +46,12 @@ describe("python model log lines carry their batch's request ids", () => {
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'nereid-pylog-'));
     logFile = path.join(dir, 'server.log');
-    const repo = makeRepository({ log_requests: path.join(ROOT, 'test/fixtures/python/log_requests') });
+    const repo = makeRepository({
+      log_requests: path.join(ROOT, 'test/fixtures/python/log_requests'),
+      crash: path.join(ROOT, 'test/fixtures/python/crash'),
+    });
     server = await startTestServer({
-      modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['log_requests'],
+      modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['log_requests', 'crash'],
       logFile, logDir: dir, logInfo: true, logWarning: true, logError: true,
     });
     client = inferenceClient(server.grpcPort);
@@ -95,6 +99,23 @@ describe("python model log lines carry their batch's request ids", () => {
     await Promise.all([infer(11, 'pair-a'), infer(11, 'pair-b')]);
     const [line] = await linesMatching(logFile, /log_requests execute 2 request\(s\) tag 11$/);
     expect(line).toMatch(/\] \[request id: (pair-a, pair-b|pair-b, pair-a)\] \[log_requests:1\] /);
+  });
+
+  it('a client id longer than ECHO_LIMIT is clipped on the line, as error messages clip it', async () => {
+    await infer(14, 'x'.repeat(1000));
+    for (const line of await executeLines(14)) expect(line).toContain(`] [request id: ${'x'.repeat(256)}...] [log_requests:1] `);
+  });
+
+  it("the stub's crash line names the requests the crash failed", async () => {
+    const crash = (id?: string) =>
+      postJson(`${server.http}/v2/models/crash/infer`, { ...(id === undefined ? {} : { id }), inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1], data: [1] }] });
+    expect((await crash('crash-1')).status).toBe(500);
+    const [line] = await linesMatching(logFile, /python stub of model 'crash' .*; restarting it$/);
+    expect(line).toMatch(/^E\d{4} .* nereid\] \[request id: crash-1\] \[crash:1\] python stub of model 'crash' \(instance 'crash_0'\) .*; restarting it$/);
+    // Without a client id: the one assigned to it.
+    expect((await crash()).status).toBe(500);
+    const [, second] = await linesMatching(logFile, /python stub of model 'crash' .*; restarting it$/, 2);
+    expect(second).toMatch(/\] \[request id: nereid-\d+\] \[crash:1\] python stub/);
   });
 
   it('JSON format: request_id, or request_ids for a batch of several; the verbose arrival line and the model share an assigned id', async () => {

@@ -43,6 +43,18 @@ export function noteRequestId(res: http.ServerResponse, id: string): void {
   (res as NotedResponse)[REQUEST_ID] = id;
 }
 
+const LOG_ID = Symbol('nereid.logId');
+
+type NotedMessage = object & { [LOG_ID]?: string };
+
+/**
+ * The gRPC front door noting the id it assigned to a request message that came without one, for
+ * the call's access line (the interceptor sees the same message object the handler decodes).
+ */
+export function noteMessageLogId(message: object, id: string): void {
+  (message as NotedMessage)[LOG_ID] = id;
+}
+
 /** The model a Triton path names (`/v2/models/<m>/...`), '' for none. */
 function modelOf(path: string): string {
   if (!path.startsWith('/v2/models/')) return '';
@@ -88,7 +100,7 @@ export function attachHttpAccessLog(server: http.Server, log: RequestLog): void 
 
 /**
  * The gRPC access log: one line per call once its status is sent; the model and id come from
- * the (first) request message when it names them. Also gives each call's request id to the
+ * the (first) request message when it names them (the id assigned to it when it has none). Also gives each call's request id to the
  * verbose log.
  */
 export function grpcAccessInterceptor(log: RequestLog): ServerInterceptor {
@@ -96,6 +108,7 @@ export function grpcAccessInterceptor(log: RequestLog): ServerInterceptor {
     const start = performance.now();
     let model = '';
     let requestId = '';
+    let first: NotedMessage | undefined;
     return new ServerInterceptingCall(call, {
       start: (next) =>
         next({
@@ -105,6 +118,7 @@ export function grpcAccessInterceptor(log: RequestLog): ServerInterceptor {
               if (typeof m.model_name === 'string') model = m.model_name;
               else if (typeof m.name === 'string') model = m.name;
               if (typeof m.id === 'string') requestId = m.id;
+              first = message;
             }
             nextMessage(message);
           },
@@ -118,7 +132,8 @@ export function grpcAccessInterceptor(log: RequestLog): ServerInterceptor {
           durationMs: performance.now() - start,
           client: call.getPeer(),
           model,
-          requestId,
+          // No id from the client: the one the front door assigned (noteMessageLogId).
+          requestId: requestId || (first?.[LOG_ID] ?? ''),
         });
         next(st);
       },

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import type { LogSettings } from '@nereid/core';
 import type { AccessEntry, RequestLog } from '@nereid/gateway';
-import { escapeControlCharacters, type InferenceRequest } from '@nereid/protocol';
+import { echo, escapeControlCharacters, type InferenceRequest } from '@nereid/protocol';
 
 export type LogLevel = 'info' | 'warn' | 'error' | 'verbose';
 
@@ -96,7 +96,8 @@ export class ServerLogger implements RequestLog {
 
   /** The access log's line for one request (written whatever the levels: --access-log asked for it). */
   accessLine = (e: AccessEntry): void => {
-    const fields = `${e.protocol} ${e.method} ${e.target} ${e.status} ${e.durationMs.toFixed(3)}ms client=${e.client} model=${e.model || '-'} id=${e.requestId || '-'}`;
+    const id = e.requestId ? echo(e.requestId) : '';
+    const fields = `${e.protocol} ${e.method} ${e.target} ${e.status} ${e.durationMs.toFixed(3)}ms client=${e.client} model=${e.model || '-'} id=${id || '-'}`;
     if (this.settings.log_format === 'json') {
       this.write(
         JSON.stringify({
@@ -111,7 +112,7 @@ export class ServerLogger implements RequestLog {
           duration_ms: Number(e.durationMs.toFixed(3)),
           client: e.client,
           model: e.model || undefined,
-          request_id: e.requestId || undefined,
+          request_id: id || undefined,
         }),
       );
       return;
@@ -121,9 +122,11 @@ export class ServerLogger implements RequestLog {
 
   /**
    * One line. `ids`: the requests it is about: `[request id: <id>] ` as Triton writes it (several
-   * ids comma-separated); in JSON `request_id`, or `request_ids` (an array) for several.
+   * ids comma-separated); in JSON `request_id`, or `request_ids` (an array) for several. A
+   * client's id is clipped as error messages clip it (`echo`): a 1 MB id makes no 1 MB line.
    */
-  private line(level: LogLevel, message: string, ids: readonly string[] | undefined): void {
+  private line(level: LogLevel, message: string, clientIds: readonly string[] | undefined): void {
+    const ids = clientIds?.map(echo);
     const d = new Date();
     if (this.settings.log_format === 'json') {
       const entry: Record<string, unknown> = { time: d.toISOString(), level: JSON_LEVEL[level], pid: process.pid, message };

@@ -33,7 +33,7 @@ export function modelInfer(
       decoded = decodeInferRequest(call.request, sharedMemory);
       const { request } = decoded;
       if (core.tracing) request.ingress = grpcIngress(call.metadata);
-      id = grpcLogArrival(log, request);
+      id = grpcLogArrival(log, request, call.request);
       abort.attach(request);
       if (core.isDecoupled(request.modelName, request.modelVersion)) {
         throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);

@@ -82,7 +82,7 @@ class InferStream {
     }
     this.pending++;
     try {
-      this.core.infer(decoded.request, this.observer(msg, decoded, grpcLogArrival(this.log, decoded.request), release));
+      this.core.infer(decoded.request, this.observer(msg, decoded, grpcLogArrival(this.log, decoded.request, msg), release));
     } catch (e) {
       this.pending--;
       release();

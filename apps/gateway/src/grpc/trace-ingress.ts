@@ -1,6 +1,6 @@
 import type { Metadata } from '@grpc/grpc-js';
 import type { InferenceRequest, RequestTrace, TraceIngress } from '@nereid/protocol';
-import type { RequestLog } from '../access-log';
+import { noteMessageLogId, type RequestLog } from '../access-log';
 
 /**
  * Tracing on: what the gRPC front door tells the tracer. grpc-js hands a message over once it is
@@ -29,10 +29,14 @@ export function sendTraced(trace: RequestTrace | undefined, last: boolean, send:
   if (last) trace.release();
 }
 
-/** The request's id for the log (the client's, else one assigned) and, when verbose, a line for its arrival. */
-export function grpcLogArrival(log: RequestLog | undefined, request: InferenceRequest): string {
-  if (log === undefined || !log.verbose) return request.id;
+/**
+ * The request's id for the log (the client's, else one assigned, noted on its `message` for the
+ * access log) and, when verbose, a line for its arrival.
+ */
+export function grpcLogArrival(log: RequestLog | undefined, request: InferenceRequest, message: object): string {
+  if (log === undefined || (!log.verbose && !log.access)) return request.id;
   const id = request.id || (request.logId ??= log.assignId());
-  log.request('verbose', id, `GRPC infer request for model '${request.modelName}'`);
+  if (log.access && !request.id) noteMessageLogId(message, id);
+  if (log.verbose) log.request('verbose', id, `GRPC infer request for model '${request.modelName}'`);
   return id;
 }

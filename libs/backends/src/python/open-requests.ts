@@ -60,6 +60,13 @@ export class OpenRequests {
     return items;
   }
 
+  /** The requests still open (a sequence batcher's padding rows left out): those a dead stub fails. */
+  requests(): ExecutionItem['request'][] {
+    const requests: ExecutionItem['request'][] = [];
+    for (const entry of this.open.values()) if (!entry.item.request.padding) requests.push(entry.item.request);
+    return requests;
+  }
+
   requestOf(key: number): ExecutionItem['request'] | undefined {
     return this.open.get(key)?.item.request;
   }

@@ -255,12 +255,14 @@ export class PythonModelInstance implements ModelInstance {
     // What the dead stub's model created leaves the metrics (a restarted stub creates its own).
     this.metrics.release();
     if (this.unloading) return;
+    // The requests the crash fails: their ids go on its line.
+    const failed = this.open.requests();
     this.bls.abortAll();
     this.open.failAll(InferenceError.internal(`${what} while running requests; the stub is being restarted`));
     for (const b of this.batches.values()) b.done();
     this.batches.clear();
     if (!this.readyFailed) {
-      this.opts.ctx.log('error', `${what}; restarting it`);
+      this.opts.ctx.log('error', `${what}; restarting it`, failed);
       this.opts.ctx.metrics?.stubRestarted(this.modelName, this.opts.ctx.version);
       this.boot();
     }
@@ -270,21 +272,31 @@ export class PythonModelInstance implements ModelInstance {
     if (proc !== this.proc) return;
     if (this.waiting > 0) {
       this.waiting++;
-      this.chain = this.chain.then(() => this.handle(frame)).catch(this.logError).finally(this.frameDone);
+      this.chain = this.chain.then(() => this.handle(frame)).catch((e: unknown) => this.logError(e, frame)).finally(this.frameDone);
       return;
     }
     let later: void | Promise<void>;
     try {
       later = this.handle(frame);
     } catch (e) {
-      return this.logError(e);
+      return this.logError(e, frame);
     }
     if (!(later instanceof Promise)) return;
     this.waiting++;
-    this.chain = later.catch(this.logError).finally(this.frameDone);
+    this.chain = later.catch((e: unknown) => this.logError(e, frame)).finally(this.frameDone);
   }
 
-  private readonly logError = (e: unknown): void => this.opts.ctx.log('error', `python backend: ${toInferenceError(e).message}`);
+  /** A frame whose handling failed; a batch's answer or a response names the requests it was for. */
+  private logError(e: unknown, frame: Frame): void {
+    let requests: InferenceRequest[] | undefined;
+    if (frame.type === MSG.EXECUTE_DONE) requests = this.requestsOf((frame.header as ExecuteDone)[0]);
+    else if (frame.type === MSG.RESPONSE) {
+      const [b, i] = frame.header as [number, number];
+      const request = this.open.requestOf(b + i);
+      requests = request ? [request] : undefined;
+    }
+    this.opts.ctx.log('error', `python backend: ${toInferenceError(e).message}`, requests);
+  }
   private readonly frameDone = (): void => void this.waiting--;
 
   /** Handles one frame; returns a promise when it has to wait (later frames then wait for it). */
