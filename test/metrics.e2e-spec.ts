@@ -6,43 +6,17 @@
  * restart is counted, and nothing GPU is exported.
  */
 import * as path from 'node:path';
+import { parse, sample } from './helpers/exposition';
 import { call, inferenceClient, openInferStream } from './helpers/grpc-client';
 import { getJson, makeRepository, postJson, ROOT, startTestServer } from './helpers/server';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
-type Labels = Record<string, string>;
-interface Line {
-  name: string;
-  labels: Labels;
-  value: number;
-}
 interface Duration {
   count: number;
   ns: number;
 }
 
 const FIX = path.join(ROOT, 'test/fixtures/python');
-
-/** The exposition's samples (comments dropped), labels parsed. */
-function parse(text: string): Line[] {
-  const out: Line[] = [];
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) throw new Error(`not an exposition line: ${line}`);
-    const labels: Labels = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
-    out.push({ name: m[1], labels, value: Number(m[3]) });
-  }
-  return out;
-}
-
-/** The one sample of `name` whose labels include `labels`. */
-function sample(lines: Line[], name: string, labels: Labels): number {
-  const hits = lines.filter((l) => l.name === name && Object.entries(labels).every(([k, v]) => l.labels[k] === v));
-  if (hits.length !== 1) throw new Error(`${hits.length} samples of ${name}${JSON.stringify(labels)}`);
-  return hits[0].value;
-}
 
 describe('metrics on the metrics port', () => {
   let server: Server;
@@ -116,6 +90,23 @@ describe('metrics on the metrics port', () => {
       expect(sample(lines, `${name}_count`, m)).toBe(successes);
       // The quantiles set with summary_quantiles, and only those.
       expect(lines.filter((l) => l.name === name && l.labels.model === model).map((l) => l.labels.quantile)).toEqual(['0.5', '0.99']);
+    }
+  });
+
+  it("gRPC's ModelStatistics gives the same batch_stats as HTTP's", async () => {
+    type Phase = { count: number | string; ns: number | string };
+    type Batch = { batch_size: number | string; compute_input: Phase; compute_infer: Phase; compute_output: Phase };
+    const phase = (p: Phase) => ({ count: Number(p.count), ns: Number(p.ns) });
+    const same = (bs: Batch[]) =>
+      bs.map((b) => ({ batch_size: Number(b.batch_size), compute_input: phase(b.compute_input), compute_infer: phase(b.compute_infer), compute_output: phase(b.compute_output) }));
+    const httpStats = same((await stats('simple')).batch_stats);
+    const client = inferenceClient(server.grpcPort);
+    try {
+      const grpcStats = same((await call(client, 'ModelStatistics', { name: 'simple', version: '1' })).model_stats[0].batch_stats);
+      expect(httpStats.map((b) => b.batch_size).sort()).toEqual([1, 2]);
+      expect(grpcStats).toEqual(httpStats);
+    } finally {
+      client.close();
     }
   });
 

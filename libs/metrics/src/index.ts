@@ -3,3 +3,4 @@ export * from './metrics-config';
 export * from './nereid-metrics';
 export * from './stats-port';
 export * from './cluster-metrics';
+export * from './model-metrics';

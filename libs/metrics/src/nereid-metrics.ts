@@ -66,9 +66,13 @@ export class NereidMetrics {
     this.source = source;
   }
 
-  /** The observer of a model version as it loads (undefined when no per-request family is on). */
-  observerFor(model: string, version: number): StatsObserver | undefined {
-    return this.observers.observerFor(model, version);
+  /**
+   * The observer of a model version as it loads (undefined when no per-request family is on), its
+   * histograms' buckets as the config's `model_metrics` sets them; `warn` hears of the entries
+   * ignored, and buckets that cannot be used throw (ModelMetricsError: the load fails).
+   */
+  observerFor(model: string, version: number, modelMetrics?: unknown, warn?: (message: string) => void): StatsObserver | undefined {
+    return this.observers.observerFor(model, version, modelMetrics, warn);
   }
 
   start(): void {
