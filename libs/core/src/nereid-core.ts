@@ -496,11 +496,14 @@ class CoreSink implements ResponseSink {
   fail(error: InferenceError): void {
     if (this.done) return;
     this.done = true;
-    const reason = error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
+    // Triton counts an ensemble's failures as OTHER whatever the cause (its composing model's own
+    // failure keeps its reason, in that model's statistics).
+    const reason =
+      this.rt.config.platform === 'ensemble' ? 'OTHER' : error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
     this.rt.stats.recordFailure(nanos(now() - this.item.enqueuedAt!), reason);
     if (this.timeline !== undefined) {
       const at = now();
-      this.timeline.add(at, at, reason === 'CANCELED' ? 'cancel' : 'fail');
+      this.timeline.add(at, at, error.code === 'CANCELLED' ? 'cancel' : 'fail');
     }
     if (this.trace !== undefined) this.traceEnd(true);
     this.observer.onError(error);
