@@ -13,7 +13,8 @@ import {
 import {
   allocateTensorData,
   bytesView,
-  elementCount,
+  BYTES_LENGTH_PREFIX,
+  checkedZeroTensorBytes,
   ELEMENT_SIZE,
   fromConfigType,
   tensorDataFromBytes,
@@ -24,6 +25,10 @@ import {
   type TensorData,
 } from '@nereid/tensor';
 import type { ModelKey, WorkerChannel } from '@nereid/transport';
+import { modelIo, validateRequest } from './request-validation';
+
+/** The data of a sample's tensors while they are validated, before their data is made. */
+const NO_DATA: TensorData = new Uint8Array(0);
 
 /**
  * Model warmup (`model_warmup`, model-config.md §11): each sample runs `count` times (0 = once) on
@@ -31,7 +36,15 @@ import type { ModelKey, WorkerChannel } from '@nereid/transport';
  * switches traffic to it. The samples go straight to the instances through the worker channel, as
  * Triton sends them to its backend instances: no scheduler, no statistics. Any failure fails the
  * load, with Triton's words: `failed to run warmup sample '<name>': <error>`.
+ *
+ * A sample's shapes come from the config, which a repository load may carry: each sample's inputs,
+ * repeated `batch_size` times, are sized before anything is allocated or read, and refused beyond
+ * `maxBytes` (the server's `--http-max-input-size`: a sample holds no more than a client's request
+ * may), as is a shape whose element count JavaScript cannot hold exactly.
  */
+
+/** The bound on one sample's bytes when none is given: 64 MiB, Triton's default `--http-max-input-size`. */
+export const DEFAULT_MAX_WARMUP_BYTES = 64 * 1024 * 1024;
 
 /** One sample's request, built once and sent `count` times to every instance. */
 export interface WarmupSample {
@@ -40,13 +53,21 @@ export interface WarmupSample {
   inputs: Tensor[];
 }
 
-/** The samples of `config`, their data generated or read from `<model>/warmup/`. */
-export async function buildWarmupSamples(config: ModelConfig, modelDir: string): Promise<WarmupSample[]> {
+/**
+ * The samples of `config`, their data generated or read from `<model>/warmup/`; each at most
+ * `maxBytes` (default DEFAULT_MAX_WARMUP_BYTES), checked before its data is made.
+ */
+export async function buildWarmupSamples(
+  config: ModelConfig,
+  modelDir: string,
+  maxBytes: number = DEFAULT_MAX_WARMUP_BYTES,
+): Promise<WarmupSample[]> {
   const samples: WarmupSample[] = [];
   for (const sample of config.model_warmup ?? []) {
     const name = sample.name ?? '';
     try {
-      samples.push({ name, count: Math.max(1, sample.count ?? 0), inputs: await sampleInputs(config, sample, modelDir) });
+      const limit = { maxBytes, used: 0 };
+      samples.push({ name, count: Math.max(1, sample.count ?? 0), inputs: await sampleInputs(config, sample, modelDir, limit) });
     } catch (e) {
       throw warmupError(name, e);
     }
@@ -125,22 +146,49 @@ async function runOnce(worker: WorkerChannel, key: ModelKey, instance: number, r
   await Promise.all([worker.execute(key, instance, [item], { warmup: true }), sink.done]);
 }
 
-async function sampleInputs(config: ModelConfig, sample: ModelWarmup, modelDir: string): Promise<Tensor[]> {
+/** What a sample may still take: its inputs' bytes, batch included, are added to `used`. */
+interface SampleBudget {
+  maxBytes: number;
+  used: number;
+}
+
+/** Counts `bytes` of input `name` against the sample's budget; throws beyond it, before any allocation. */
+function take(budget: SampleBudget, bytes: number, name: string, model: string, shape: readonly number[]): void {
+  budget.used += bytes;
+  if (budget.used > budget.maxBytes) {
+    throw InferenceError.invalidArg(
+      `warmup input '${name}' of model '${model}' with shape [${shape.join(',')}] takes the sample to ${budget.used} bytes, ` +
+        `more than the maximum allowed input size of ${budget.maxBytes} bytes. Use --http-max-input-size to increase the limit.`,
+    );
+  }
+}
+
+async function sampleInputs(config: ModelConfig, sample: ModelWarmup, modelDir: string, budget: SampleBudget): Promise<Tensor[]> {
   const batched = (config.max_batch_size ?? 0) > 0;
-  const batchSize = Math.max(1, sample.batch_size ?? 1);
-  const tensors: Tensor[] = [];
+  const batchSize = batched ? Math.max(1, sample.batch_size ?? 1) : 1;
+  const model = config.name ?? '';
+  const planned: { name: string; input: ModelWarmupInput; datatype: DataType; dims: number[]; shape: number[] }[] = [];
+  // Every input sized first (the batch's copies included): nothing is allocated for a sample that
+  // does not fit, whichever of its inputs is the large one.
   for (const [name, input] of Object.entries(sample.inputs ?? {})) {
     const datatype = fromConfigType(input.data_type ?? '');
     if (!datatype) throw InferenceError.invalidArg(`input '${name}' has an unsupported data type '${input.data_type ?? ''}'`);
     const dims = input.dims ?? [];
-    const one = await inputData(config, sample, name, input, datatype, dims, modelDir);
+    const shape = batched ? [batchSize, ...dims] : [...dims];
+    take(budget, checkedZeroTensorBytes(shape, datatype, name, model), name, model, shape);
+    planned.push({ name, input, datatype, dims, shape });
+  }
+  // Checked against the model's inputs as a request is (Triton's warmup requests go through
+  // PrepareForInference): names, datatypes and shapes need no data, so a sample the model would
+  // refuse is refused before its data is made.
+  const skeleton = newInferenceRequest(model, -1);
+  skeleton.inputs = planned.map(({ name, datatype, shape }) => ({ name, datatype, shape, data: NO_DATA }));
+  validateRequest(skeleton, config, modelIo(config));
+  const tensors: Tensor[] = [];
+  for (const { name, input, datatype, dims, shape } of planned) {
+    const one = await inputData(config, sample, name, input, datatype, dims, modelDir, { budget, batchSize, shape });
     // The batch is the sample repeated `batch_size` times (model-config.md §6).
-    tensors.push({
-      name,
-      datatype,
-      shape: batched ? [batchSize, ...dims] : [...dims],
-      data: batched ? repeat(datatype, one, batchSize) : one,
-    });
+    tensors.push({ name, datatype, shape, data: batchSize > 1 ? repeat(datatype, one, batchSize) : one });
   }
   return tensors;
 }
@@ -153,11 +201,19 @@ async function inputData(
   datatype: DataType,
   dims: number[],
   modelDir: string,
+  sized: { budget: SampleBudget; batchSize: number; shape: readonly number[] },
 ): Promise<TensorData> {
-  const count = elementCount(dims);
+  // Checked (and counted against the budget) by sampleInputs.
+  const count = dims.reduce((n, d) => n * d, 1);
   if (input.input_data_file) {
     const what = `input_data_file '${input.input_data_file}' of input '${name}' in warmup '${sample.name ?? ''}' of model '${config.name ?? ''}'`;
     const file = await resolveInside(path.join(modelDir, 'warmup'), input.input_data_file, what);
+    const stat = await fs.stat(file).catch(() => undefined);
+    if (!stat?.isFile()) throw InferenceError.invalidArg(`failed to read ${what}`);
+    // A BYTES file's contents come on top of its elements' lengths (counted already); a numeric
+    // file is read whole though only its first bytes are used.
+    const extra = datatype === 'BYTES' ? Math.max(0, stat.size - count * BYTES_LENGTH_PREFIX) : stat.size - count * ELEMENT_SIZE[datatype];
+    if (extra > 0) take(sized.budget, extra * (datatype === 'BYTES' ? sized.batchSize : 1), name, config.name ?? '', sized.shape);
     const bytes = await fs.readFile(file).catch(() => {
       throw InferenceError.invalidArg(`failed to read ${what}`);
     });
@@ -192,8 +248,9 @@ function fillRandom(datatype: DataType, data: TensorData): void {
 
 function repeat(datatype: DataType, one: TensorData, times: number): TensorData {
   if (Array.isArray(one)) {
-    const out: Uint8Array[] = [];
-    for (let t = 0; t < times; t++) out.push(...one);
+    // Element by element: spreading a large sample into push's arguments overflows the stack.
+    const out = new Array<Uint8Array>(one.length * times);
+    for (let t = 0; t < times; t++) for (let i = 0; i < one.length; i++) out[t * one.length + i] = one[i];
     return out;
   }
   const bytes = bytesView(one);

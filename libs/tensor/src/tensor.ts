@@ -1,4 +1,4 @@
-import type { DataType } from './datatype';
+import { ELEMENT_SIZE, type DataType } from './datatype';
 import { CoreRequestErrors } from './errors';
 
 /**
@@ -53,4 +53,18 @@ export function checkedElementCount(shape: readonly number[], elementSize: numbe
   if (empty) return 0;
   if (count * Math.max(1, elementSize) > Number.MAX_SAFE_INTEGER) throw CoreRequestErrors.shapeTooLarge(name, model, shape);
   return count;
+}
+
+/** The bytes a serialized BYTES element takes besides its contents: its 4-byte length. */
+export const BYTES_LENGTH_PREFIX = 4;
+
+/**
+ * The bytes a tensor of `shape` carries as a request serializes it, every element empty or zero:
+ * numeric elements their size, a BYTES element its 4-byte length (its contents come on top). The
+ * count is checked as checkedElementCount does, so that a size bound can be applied before the
+ * tensor is allocated (warmup samples, initial states: shapes a config gives).
+ */
+export function checkedZeroTensorBytes(shape: readonly number[], datatype: DataType, name: string, model: string): number {
+  const size = datatype === 'BYTES' ? BYTES_LENGTH_PREFIX : ELEMENT_SIZE[datatype];
+  return checkedElementCount(shape, size, name, model) * size;
 }

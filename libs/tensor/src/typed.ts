@@ -34,13 +34,15 @@ export function isBytesData(data: TensorData): data is Uint8Array[] {
   return Array.isArray(data);
 }
 
-/** A zeroed TensorData of `count` elements (BYTES: `count` empty elements). */
+/** The one empty BYTES element: holds nothing, so it is shared (an empty Uint8Array costs ~100 bytes). */
+const EMPTY_ELEMENT = new Uint8Array(0);
+
+/**
+ * A zeroed TensorData of `count` elements (BYTES: `count` empty elements, one shared empty array).
+ * Callers bound `count` first (checkedElementCount, a size limit): nothing here refuses a large one.
+ */
 export function allocateTensorData(datatype: DataType, count: number): TensorData {
-  if (datatype === 'BYTES') {
-    const out: Uint8Array[] = new Array<Uint8Array>(count);
-    for (let i = 0; i < count; i++) out[i] = new Uint8Array(0);
-    return out;
-  }
+  if (datatype === 'BYTES') return new Array<Uint8Array>(count).fill(EMPTY_ELEMENT);
   return new TYPED_ARRAY[datatype](count);
 }
 
