@@ -50,6 +50,11 @@ describe('SequenceBatchScheduler, direct strategy', () => {
     // Padding rows have zero data shaped like the live row; nobody hears their responses.
     const pad = ex.batches[2].items[0].request;
     expect(pad.inputs.find((t) => t.name === 'IN')).toEqual({ name: 'IN', datatype: 'FP32', shape: [1, 1], data: new Float32Array(1) });
+    // The padding rows of a batch share one zero tensor per input (as Triton's null requests share
+    // a buffer): a large row and a far slot cost one copy, not one per empty slot.
+    const second = ex.batches[2].items[1].request;
+    expect(second).not.toBe(pad);
+    expect(second.inputs.find((t) => t.name === 'IN')).toBe(pad.inputs.find((t) => t.name === 'IN'));
     await finish(2);
     expect(log.finals()).toEqual(['a1', 'b1', 'c1', 'c2']);
   });

@@ -1,4 +1,5 @@
 import { isCancelled, toInferenceError, type ExecutionItem, type InferenceRequest } from '@nereid/protocol';
+import type { Tensor } from '@nereid/tensor';
 import { batchCompatible } from './batch-former';
 import { DeadlineTimer } from './deadline-timer';
 import { Deque } from './deque';
@@ -158,8 +159,9 @@ export class DirectSequenceBatch implements SequenceBatch {
   private run(rows: (ExecutionItem | undefined)[]): void {
     const template = rows.find((r) => r !== undefined) as ExecutionItem;
     const real: GuardedSink[] = [];
+    const zeros = new Map<Tensor, Tensor>();
     const items = rows.map((r) => {
-      if (r === undefined) return this.ctx.rows.padding(template);
+      if (r === undefined) return this.ctx.rows.padding(template, zeros);
       // The row is this batcher's own object (SequenceRows.row): guarded in place, not copied.
       const sink = new GuardedSink(r.sink);
       real.push(sink);

@@ -14,12 +14,19 @@ function zeroLike(t: Tensor): Tensor {
 /**
  * A padding row for an empty slot of a direct batch: a copy of a live row of the batch (so that it
  * batches with it) with zero data, READY/START/END false and CORRID 0, id '' and `padding` set.
+ * The rows of one batch share their zero tensors through `zeros` (live tensor → its zero copy), as
+ * Triton's null requests share one buffer: padding costs one row's size, not one per empty slot
+ * (a 64 MiB row in slot 0 and a sequence in slot 999 would otherwise make 999 copies).
  */
-export function paddingRequest(live: InferenceRequest, controls: SequenceControls): InferenceRequest {
+export function paddingRequest(live: InferenceRequest, controls: SequenceControls, zeros = new Map<Tensor, Tensor>()): InferenceRequest {
   const inputs: Tensor[] = [];
   let controlsAdded = false;
   for (const t of live.inputs) {
-    if (!controls.names.has(t.name)) inputs.push(zeroLike(t));
+    if (!controls.names.has(t.name)) {
+      let zero = zeros.get(t);
+      if (zero === undefined) zeros.set(t, (zero = zeroLike(t)));
+      inputs.push(zero);
+    }
     else if (!controlsAdded) {
       controls.append(inputs, { start: false, end: false, ready: false }, 0n);
       controlsAdded = true;

@@ -66,9 +66,9 @@ export class SequenceRows {
     return !this.states.any || this.states.fits(row.request.inputs, request.sequenceStart ? undefined : slot.values);
   }
 
-  /** A READY=false row shaped like `live`, for an empty slot of a direct batch. */
-  padding(live: ExecutionItem): ExecutionItem {
-    return { request: paddingRequest(live.request, this.controls), sink: DISCARD };
+  /** A READY=false row shaped like `live`, for an empty slot of a direct batch; `zeros` is shared by a batch's rows. */
+  padding(live: ExecutionItem, zeros?: Map<Tensor, Tensor>): ExecutionItem {
+    return { request: paddingRequest(live.request, this.controls, zeros), sink: DISCARD };
   }
 }
 

@@ -7,7 +7,7 @@ import { isReclaimable, markReclaimable, RECLAIM_MIN_BYTES, type Tensor } from '
 import { FakeClock } from './clock';
 import { createScheduler } from './scheduler';
 import { CONTROLS, sequenceModel } from './sequence-spec-helpers';
-import { ImplicitStates } from './sequence-state';
+import { ImplicitStates, MAX_INITIAL_STATE_BYTES } from './sequence-state';
 import { settle } from './spec-helpers';
 
 const ACC: SequenceState = { input_name: 'ACC_IN', output_name: 'ACC_OUT', data_type: 'TYPE_FP32', dims: [1] };
@@ -160,6 +160,41 @@ describe('ImplicitStates initial values', () => {
     expect(bad({ data_file: '../outside.bin' })).toThrow('is outside model directory');
     expect(() => initial({ ...base, initial_state: [{ name: 'a', zero_data: true }, { name: 'b', zero_data: true }] })).toThrow(
       "initial_state field for state input 'S' must contain exactly one or zero element. Found '2' elements.",
+    );
+  });
+
+  it('sizes an initial state before allocating it: beyond MAX_INITIAL_STATE_BYTES or an exact count, INVALID_ARG', () => {
+    const zeros = (data_type: string, dims: number[]) => () =>
+      initial({ input_name: 'S', output_name: 'O', data_type, dims, initial_state: [{ name: 'z', data_type, dims, zero_data: true }] }, 0);
+    // 8 M STRING elements are 32 MiB of lengths, allowed, and held as one shared empty element.
+    const t0 = performance.now();
+    const strings = zeros('TYPE_STRING', [8_000_000])()[0].data as Uint8Array[];
+    expect(strings.length).toBe(8_000_000);
+    expect(strings[0]).toBe(strings[7_999_999]);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(zeros('TYPE_STRING', [100_000_000])).toThrow(
+      "the initial state of state input 'S' in model 'm' with shape [100000000] takes 400000000 bytes, more than the 67108864 bytes an initial state may hold",
+    );
+    expect(zeros('TYPE_FP32', [MAX_INITIAL_STATE_BYTES / 4 + 1])).toThrow('more than the 67108864 bytes');
+    expect(zeros('TYPE_INT32', [2147483647, 2147483647, 2147483647])).toThrow(
+      "the shape [2147483647,2147483647,2147483647] of input 'S' for model 'm' has a byte size beyond 9007199254740991 bytes",
+    );
+    // Without an initial_state, the state's own dims (variable ones as 1) are bounded alike.
+    expect(() => initial({ input_name: 'S', output_name: 'O', data_type: 'TYPE_FP64', dims: [-1, 1 << 30] })).toThrow(
+      "with shape [1,1,1073741824] takes 8589934592 bytes",
+    );
+  });
+
+  it('reads only the bytes a numeric state needs from its data_file, and refuses a BYTES file over the bound', () => {
+    fs.writeFileSync(path.join(folder, 'initial_state', 'long.bin'), Buffer.from(Int32Array.of(7, 8, 9, 10, 11).buffer));
+    const state = { input_name: 'S', output_name: 'O', data_type: 'TYPE_INT32', dims: [2] };
+    expect(initial({ ...state, initial_state: [{ name: 'f', data_type: 'TYPE_INT32', dims: [2], data_file: 'long.bin' }] })[0].data).toEqual(Int32Array.of(7, 8));
+    const big = path.join(folder, 'initial_state', 'big.bin');
+    fs.closeSync(fs.openSync(big, 'w'));
+    fs.truncateSync(big, MAX_INITIAL_STATE_BYTES + 1); // sparse: nothing is written
+    const text = { input_name: 'S', output_name: 'O', data_type: 'TYPE_STRING', dims: [1] };
+    expect(() => initial({ ...text, initial_state: [{ name: 't', data_type: 'TYPE_STRING', dims: [1], data_file: 'big.bin' }] })).toThrow(
+      'takes 67108865 bytes, more than the 67108864 bytes an initial state may hold',
     );
   });
 

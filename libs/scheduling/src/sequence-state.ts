@@ -4,6 +4,7 @@ import type { ModelConfig, SequenceInitialState, SequenceState } from '@nereid/m
 import { InferenceError, type InferenceResponse } from '@nereid/protocol';
 import {
   allocateTensorData,
+  checkedZeroTensorBytes,
   elementCount,
   ELEMENT_SIZE,
   fromConfigType,
@@ -29,6 +30,14 @@ interface StateSpec {
 const INITIAL_STATE_FOLDER = 'initial_state';
 
 const invalid = (message: string): InferenceError => InferenceError.invalidArg(message);
+
+/**
+ * The most bytes one state's initial tensor may hold (as a request carries it: BYTES elements count
+ * their 4-byte length and their contents): 64 MiB, Triton's default `--http-max-input-size`, so that
+ * a config (a repository load may carry one) cannot size an allocation beyond what a request may
+ * bring. Checked before anything is allocated or read.
+ */
+export const MAX_INITIAL_STATE_BYTES = 64 * 1024 * 1024;
 
 /**
  * Implicit state (`sequence_batching.state`, model-config.md §9): each request of a sequence gets
@@ -126,13 +135,31 @@ function stateSpec(state: SequenceState, batching: boolean, model: string, model
     const init = inits[0];
     checkInitialState(init, state, inputName);
     const shape = [...batchDim, ...(init.dims ?? [])];
-    const data = init.data_file ? readDataFile(init, datatype, shape, inputName, model, modelDir) : allocateTensorData(datatype, elementCount(shape));
+    const bytes = boundedStateBytes(shape, datatype, inputName, model);
+    const data = init.data_file ? readDataFile(init, datatype, shape, inputName, model, modelDir) : allocateTensorData(datatype, bytes / sizeOf(datatype));
     initial = { name: inputName, datatype, shape, data };
   } else {
     const shape = [...batchDim, ...dims.map((d) => (d === -1 ? 1 : d))];
-    initial = { name: inputName, datatype, shape, data: allocateTensorData(datatype, elementCount(shape)) };
+    const bytes = boundedStateBytes(shape, datatype, inputName, model);
+    initial = { name: inputName, datatype, shape, data: allocateTensorData(datatype, bytes / sizeOf(datatype)) };
   }
   return { inputName, outputName: state.output_name ?? '', datatype, initial };
+}
+
+const sizeOf = (datatype: DataType): number => (datatype === 'BYTES' ? 4 : ELEMENT_SIZE[datatype]);
+
+/** The bytes of a state of `shape`, zero or empty; INVALID_ARG beyond MAX_INITIAL_STATE_BYTES or an exact count. */
+function boundedStateBytes(shape: readonly number[], datatype: DataType, inputName: string, model: string): number {
+  const bytes = checkedZeroTensorBytes(shape, datatype, inputName, model);
+  if (bytes > MAX_INITIAL_STATE_BYTES) throw tooLarge(inputName, model, shape, bytes);
+  return bytes;
+}
+
+function tooLarge(inputName: string, model: string, shape: readonly number[], bytes: number): InferenceError {
+  return invalid(
+    `the initial state of state input '${inputName}' in model '${model}' with shape [${shape.join(',')}] takes ${bytes} bytes, ` +
+      `more than the ${MAX_INITIAL_STATE_BYTES} bytes an initial state may hold`,
+  );
 }
 
 /** Triton's checks of an `initial_state` against its state (GenerateInitialStateData). */
@@ -182,7 +209,11 @@ function readDataFile(
     const real = fs.realpathSync(path.join(folder, file));
     const realFolder = fs.realpathSync(folder);
     if (path.isAbsolute(file) || !real.startsWith(realFolder + path.sep)) throw invalid(`${what} is outside model directory`);
-    bytes = fs.readFileSync(real);
+    // Sized before it is read: a BYTES state holds the file's contents, a numeric one only reads
+    // the bytes its shape needs (the rest is ignored).
+    const size = fs.statSync(real).size;
+    if (datatype === 'BYTES' && size > MAX_INITIAL_STATE_BYTES) throw tooLarge(inputName, model, shape, size);
+    bytes = datatype === 'BYTES' ? fs.readFileSync(real) : readPrefix(real, Math.min(size, elementCount(shape) * ELEMENT_SIZE[datatype]));
   } catch (e) {
     if (e instanceof InferenceError) throw e;
     throw invalid(`failed to read ${what}: ${(e as NodeJS.ErrnoException).code ?? 'unreadable'}`);
@@ -210,4 +241,21 @@ function parseStrings(bytes: Buffer, count: number, what: string): Uint8Array[] 
     at += length;
   }
   return out;
+}
+
+/** The first `length` bytes of `file` (fewer if it is shorter). */
+function readPrefix(file: string, length: number): Buffer {
+  const out = Buffer.alloc(length);
+  const fd = fs.openSync(file, 'r');
+  try {
+    let done = 0;
+    while (done < length) {
+      const n = fs.readSync(fd, out, done, length - done, done);
+      if (n === 0) break;
+      done += n;
+    }
+    return done === length ? out : out.subarray(0, done);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
