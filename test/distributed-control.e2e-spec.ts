@@ -257,8 +257,10 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
   });
 
   it("exports the Redis round trip on every role, the live worker count and each worker's load on gateways and the scheduler", async () => {
-    // Pings run once per heartbeat (1 s): the first ones are in by now.
+    // Pings run once per heartbeat (1 s): wait for each role's first, rather than count on the
+    // tests before this one having taken that long (run alone, this one came first).
     for (const r of [...gateways, scheduler, ...workers]) {
+      await until(`a Redis round trip timed on port ${r.metrics}`, async () => (sample(await metricsText(r), 'nereid_redis_round_trip_ms_count')[0] ?? 0) > 0, 10_000);
       const text = await metricsText(r);
       const [count] = sample(text, 'nereid_redis_round_trip_ms_count');
       expect(count).toBeGreaterThan(0);
@@ -267,6 +269,8 @@ describe('distributed control plane: 2 gateways, 1 scheduler, 2 workers (explici
       expect(sum / count).toBeLessThan(1000);
     }
     for (const r of [...gateways, scheduler]) {
+      // Both workers' heartbeats heard (the roles were ready before, their heartbeats may not all be in).
+      await until(`2 live workers on port ${r.metrics}`, async () => sample(await metricsText(r), 'nereid_cluster_workers ')[0] === 2, 10_000);
       const text = await metricsText(r);
       expect(sample(text, 'nereid_cluster_workers ')).toEqual([2]);
       const loads = text.split('\n').filter((l) => l.startsWith('nereid_cluster_worker_load{'));
