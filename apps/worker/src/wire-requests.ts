@@ -4,13 +4,17 @@ import type { ResponseMessage, WireRequest, WireResponse } from '@nereid/transpo
 /**
  * Requests and responses as they cross between distributed roles (the transport's messages) and
  * as the core, schedulers and backends see them. Only data crosses: the request's id in the
- * cluster and the gateway that holds its client travel beside it.
+ * cluster and the gateway that holds its client travel beside it, and the id its log lines carry
+ * when the client gave none (`logId`: the one the gateway's log assigned, else the cluster's id).
  */
 export function requestToWire(request: InferenceRequest, requestId: string, replyTo: string): WireRequest {
+  const logId = request.logId;
   return {
     requestId,
     replyTo,
     clientId: request.id,
+    // Not sent when it is the cluster's id: the receiver falls back to that (requestFromWire).
+    logId: logId === requestId ? undefined : logId,
     modelName: request.modelName,
     modelVersion: request.modelVersion,
     inputs: request.inputs,
@@ -26,6 +30,9 @@ export function requestToWire(request: InferenceRequest, requestId: string, repl
 export function requestFromWire(wire: WireRequest, signal?: AbortSignal): InferenceRequest {
   const request: InferenceRequest = {
     id: wire.clientId,
+    // The gateway's, else (no client id either) the cluster-unique transport id: a per-process
+    // counter here would give two workers' requests the same id.
+    logId: wire.logId ?? (wire.clientId === '' ? wire.requestId : undefined),
     modelName: wire.modelName,
     modelVersion: wire.modelVersion,
     inputs: wire.inputs,

@@ -87,6 +87,27 @@ describe('transport codec', () => {
     expect(refused([{ ...batch([]), more: [batch([])] }])).toMatch(/'more' holds something else than batches/);
   });
 
+  it("round-trips a request's logId (absent stays absent); refuses one that is not a short string", () => {
+    const t: Tensor = { name: 'a', datatype: 'INT32', shape: [1], data: Int32Array.from([1]) };
+    const carried = decodeMessage(encodeMessage(batch([request([t], { clientId: '', logId: 'nereid-12' })]))) as ExecuteBatchMessage;
+    expect(carried.requests[0].logId).toBe('nereid-12');
+    const none = decodeMessage(encodeMessage(batch([request([t], { logId: undefined })]))) as ExecuteBatchMessage;
+    expect('logId' in none.requests[0]).toBe(false);
+    const refused = (logId: unknown): string => {
+      try {
+        decodeMessage(encodeMessage(batch([request([t], { logId: logId as string })])));
+      } catch (e) {
+        expect(e).toBeInstanceOf(InferenceError);
+        return (e as InferenceError).message;
+      }
+      throw new Error('decoded');
+    };
+    expect(refused(7)).toMatch(/logId is not a string of at most 256 characters/);
+    expect(refused({ id: 'x' })).toMatch(/logId is not a string/);
+    expect(refused('x'.repeat(257))).toMatch(/logId is not a string of at most 256 characters/);
+    expect((decodeMessage(encodeMessage(batch([request([t], { logId: 'x'.repeat(256) })]))) as ExecuteBatchMessage).requests[0].logId).toHaveLength(256);
+  });
+
   it("round-trips a batch-done's further reports ('more'); refuses a 'more' that is not a list of reports with ids", () => {
     const compute = { inputNs: 1, inferNs: 2, outputNs: 3 };
     const done: BatchDoneMessage = {

@@ -4,7 +4,7 @@ import {
   type NumericDataType, type NumericTensorData, type Tensor,
 } from '@nereid/tensor';
 import type { TransportMessage, WireRequest, WireResponse } from './messages';
-import { MESSAGE_KINDS } from './messages';
+import { LOG_ID_MAX, MESSAGE_KINDS } from './messages';
 import { TransportErrors } from './transport-errors';
 
 /**
@@ -235,6 +235,9 @@ function batchFromWire(b: Obj, frames: Uint8Array[], used: Uint8Array): void {
 
 function requestFromWire(r: unknown, frames: Uint8Array[], used: Uint8Array): WireRequest {
   if (!isObj(r)) throw TransportErrors.badMessage('a request is not an object');
+  if (r.logId !== undefined && (typeof r.logId !== 'string' || r.logId.length > LOG_ID_MAX)) {
+    throw TransportErrors.badMessage(`a request's logId is not a string of at most ${LOG_ID_MAX} characters`);
+  }
   const inputs = need(Array.isArray(r.inputs), r.inputs as unknown[], 'a request without inputs');
   for (let i = 0; i < inputs.length; i++) inputs[i] = tensorFromRef(inputs[i], frames, used);
   r.parameters = paramsFromWire(r.parameters);

@@ -19,6 +19,13 @@ export interface WireRequest {
   replyTo: string;
   /** The client's own id ('' when none). */
   clientId: string;
+  /**
+   * The id the gateway's log gave a request the client sent none for (its access line, its
+   * verbose lines), so that the lines written about it elsewhere carry the same. Absent when none
+   * was assigned, or when it is `requestId`: a receiver uses `requestId` (unique in the cluster) for
+   * a request with neither a client id nor a log id. At most LOG_ID_MAX characters.
+   */
+  logId?: string;
   modelName: string;
   /** -1: the highest READY version. */
   modelVersion: number;
@@ -47,6 +54,9 @@ export interface RequestFlags {
  * A scheduler reads ahead a number of messages, so this bounds how many requests that is.
  */
 export const MAX_REQUESTS_PER_MESSAGE = 32;
+
+/** Most characters of a request's `logId` (the codec refuses a longer one). */
+export const LOG_ID_MAX = 256;
 
 /** A batch the scheduler hands to one slot of one instance of a model on a worker. */
 export interface ExecuteBatchMessage {
