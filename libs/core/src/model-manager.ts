@@ -3,7 +3,7 @@ import type { BackendRegistry } from '@nereid/backends';
 import { checkModelName, ENSEMBLE_PLATFORM, resolveInside, type ModelConfig } from '@nereid/model-config';
 import { InferenceError, toInferenceError } from '@nereid/protocol';
 import { listVersions, scanRepositories, selectVersions, versionDir, type ModelLocation } from '@nereid/repository';
-import type { StatsObserver } from '@nereid/metrics';
+import type { StatsObserverFactory } from '@nereid/metrics';
 import type { SchedulerChannel, WorkerChannel } from '@nereid/transport';
 import { completeModelConfig, type ConfigOptions } from './config-pipeline';
 import type { LoadOptions, ModelState, RepositoryIndexEntry } from './core';
@@ -72,8 +72,13 @@ export interface ManagerOptions extends ConfigOptions {
   shownPaths?: readonly ShownPath[];
   /** `--allow-model-file-overrides`: loads may carry model files (`file:` parameters). Default false. */
   allowFileOverrides?: boolean;
-  /** Makes each loaded version's metrics observer (histograms, summaries); default none. */
-  statsObserver?: (model: string, version: number) => StatsObserver | undefined;
+  /**
+   * The largest warmup sample in bytes, its batch included (`--http-max-input-size`: a sample holds
+   * no more than a client's request may). Default DEFAULT_MAX_WARMUP_BYTES (64 MiB).
+   */
+  maxInputBytes?: number;
+  /** Makes each loaded version's metrics observer (histograms, summaries; the config's `model_metrics` sets their buckets); default none. */
+  statsObserver?: StatsObserverFactory;
   log: (level: 'info' | 'warn' | 'error' | 'verbose', message: string) => void;
 }
 
@@ -369,7 +374,7 @@ export class ModelRepositoryManager {
     try {
       const modelDir = location.path;
       // Built before the instances load: a warmup data file that is missing fails the load early.
-      const samples = await buildWarmupSamples(config, modelDir);
+      const samples = await buildWarmupSamples(config, modelDir, this.options.maxInputBytes);
       // An ensemble has no instances: its scheduler sends its steps to their models.
       const capacity =
         config.platform === ENSEMBLE_PLATFORM
@@ -385,7 +390,7 @@ export class ModelRepositoryManager {
         stats: new ModelStatsRecorder(
           config.name ?? location.name,
           version,
-          this.options.statsObserver?.(config.name ?? location.name, version),
+          this.options.statsObserver?.(config.name ?? location.name, version, config.model_metrics),
           capacity.memoryUsage,
         ),
         labels,
