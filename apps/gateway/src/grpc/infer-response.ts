@@ -1,6 +1,7 @@
 import type { SharedMemoryUse } from '@nereid/core';
 import type { InferenceResponse } from '@nereid/protocol';
 import { tensorDataToBytes } from '@nereid/tensor';
+import { checkOutputSize, DEFAULT_MAX_OUTPUT_SIZE } from '../output-size';
 import { encodeParameters } from './infer-parameters';
 import type { WireInferOutputTensor, WireModelInferResponse, WireParameters } from './wire-types';
 
@@ -10,15 +11,18 @@ const EMPTY = new Uint8Array(0);
  * InferenceResponse → ModelInferResponse. Like Triton, every output's data goes in
  * `raw_output_contents` (same order as `outputs`; BYTES with 4-byte LE length prefixes); typed
  * `contents` are never filled. Buffers are passed as views, not copied. Outputs bound to client
- * shared memory (`sharedMemory`) are written into their regions instead.
+ * shared memory (`sharedMemory`) are written into their regions instead. Outputs over
+ * `maxOutputBytes` (`--max-output-size`) throw INVALID_ARG before anything is encoded or written.
  */
 export function encodeInferResponse(
   response: InferenceResponse,
   extra?: WireParameters,
   sharedMemory?: SharedMemoryUse,
+  maxOutputBytes = DEFAULT_MAX_OUTPUT_SIZE,
 ): WireModelInferResponse {
   // Inputs read in place from client shared memory: an object truncated during the run answers an error.
   sharedMemory?.verifyInputs();
+  checkOutputSize(response, maxOutputBytes, sharedMemory);
   const n = response.outputs.length;
   const outputs = new Array<WireInferOutputTensor>(n);
   const raw = new Array<Uint8Array>(n);

@@ -18,6 +18,7 @@ import {
 } from './infer-codec';
 import { httpIngress, logArrival, noteArrival } from './infer-observe';
 import type { RequestLog } from '../access-log';
+import { checkOutputSize, DEFAULT_MAX_OUTPUT_SIZE } from '../output-size';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './nosniff';
 
 /** `/v2/models/<m>[/versions/<v>]/infer` → [model, version]; undefined for any other path. */
@@ -169,6 +170,8 @@ export class InferFastPath {
     private readonly budget?: BodyBudget,
     /** Request ids on log lines, and the access log (see access-log.ts); none: no request lines. */
     private readonly requestLog?: RequestLog,
+    /** `--max-output-size`: the most bytes of output data a response carries (output-size.ts). */
+    private readonly maxOutputSize: number = DEFAULT_MAX_OUTPUT_SIZE,
   ) {}
 
   private modelInputs(model: string, version: number): readonly RawInputInfo[] {
@@ -222,6 +225,9 @@ export class InferFastPath {
         onResponse: (response, final) => {
           if (response) last = response;
           if (!final) return;
+          // Over --max-output-size: thrown back to the core (a failure, answered through onError)
+          // before anything is encoded, whichever form (JSON, binary, cached header) answers.
+          if (last !== undefined) checkOutputSize(last, this.maxOutputSize, outputForm.sharedMemory);
           // The answer header of an earlier request with this header, when this answer has the same outputs.
           const plain = cached !== undefined && req.headers['accept-encoding'] === undefined;
           const answer = plain && last !== undefined ? cached.answerFor(last) : undefined;
