@@ -39,7 +39,11 @@ async function main(argv: string[]): Promise<void> {
     if (stopping) process.exit(1);
     stopping = true;
     process.stderr.write(`nereid: ${signal} received, draining (up to ${options.exitTimeoutSecs}s)\n`);
-    const timer = setTimeout(() => process.exit(1), options.exitTimeoutSecs * 1000);
+    // As Triton: an error line and exit code 1 when in-flight work outlives the exit timeout.
+    const timer = setTimeout(() => {
+      process.stderr.write('nereid: failed to stop server: Exit timeout expired. Exiting immediately.\n');
+      process.exit(1);
+    }, options.exitTimeoutSecs * 1000);
     timer.unref();
     void server.close().then(() => process.exit(0));
   };
