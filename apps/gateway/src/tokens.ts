@@ -12,6 +12,8 @@ export const GATEWAY_OPTIONS = Symbol('GATEWAY_OPTIONS');
 export interface GatewayOptions {
   /** Largest accepted request body in bytes (`--http-max-input-size`). */
   maxInputSize: number;
+  /** `--max-output-size`: the most bytes of output data a response carries (output-size.ts); none: DEFAULT_MAX_OUTPUT_SIZE. */
+  maxOutputSize?: number;
   /** `--allow-client-shm`. */
   allowClientShm: boolean;
   /** The server's client system shared memory regions (shared with gRPC); none: no region is known. */

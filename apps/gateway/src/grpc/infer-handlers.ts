@@ -20,6 +20,8 @@ export function modelInfer(
   core: InferenceCore,
   sharedMemory?: SystemSharedMemory,
   log?: RequestLog,
+  /** `--max-output-size` (output-size.ts); none: its default. */
+  maxOutputBytes?: number,
 ): handleUnaryCall<WireModelInferRequest, WireModelInferResponse> {
   return (
     call: ServerUnaryCall<WireModelInferRequest, WireModelInferResponse>,
@@ -38,7 +40,7 @@ export function modelInfer(
       if (core.isDecoupled(request.modelName, request.modelVersion)) {
         throw InferenceError.unsupported(DECOUPLED_UNARY_MESSAGE);
       }
-      core.infer(request, unaryObserver(decoded, callback, log, id));
+      core.infer(request, unaryObserver(decoded, callback, log, id, maxOutputBytes));
     } catch (e) {
       releaseSharedMemory(decoded);
       callback(toServiceError(e));
@@ -57,6 +59,7 @@ function unaryObserver(
   callback: sendUnaryData<WireModelInferResponse>,
   log: RequestLog | undefined,
   id: string,
+  maxOutputBytes: number | undefined,
 ): ResponseObserver {
   let message: WireModelInferResponse | undefined;
   let answered = false;
@@ -68,7 +71,7 @@ function unaryObserver(
   };
   return {
     onResponse: (response, final) => {
-      if (response) message = encodeInferResponse(response, undefined, decoded.sharedMemory);
+      if (response) message = encodeInferResponse(response, undefined, decoded.sharedMemory, maxOutputBytes);
       if (!final) return;
       const m = message;
       if (m) answer(() => callback(null, m));
@@ -81,9 +84,14 @@ function unaryObserver(
   };
 }
 
-export function inferHandlers(core: InferenceCore, sharedMemory?: SystemSharedMemory, log?: RequestLog): UntypedServiceImplementation {
+export function inferHandlers(
+  core: InferenceCore,
+  sharedMemory?: SystemSharedMemory,
+  log?: RequestLog,
+  maxOutputBytes?: number,
+): UntypedServiceImplementation {
   return {
-    ModelInfer: modelInfer(core, sharedMemory, log),
-    ModelStreamInfer: handleStreamInfer(core, sharedMemory, log),
+    ModelInfer: modelInfer(core, sharedMemory, log, maxOutputBytes),
+    ModelStreamInfer: handleStreamInfer(core, sharedMemory, log, maxOutputBytes),
   };
 }

@@ -46,6 +46,8 @@ class InferStream {
     private readonly sharedMemory: SystemSharedMemory | undefined,
     /** Request ids on verbose log lines; none: no request lines. */
     private readonly log?: RequestLog,
+    /** `--max-output-size` (output-size.ts); none: its default. */
+    private readonly maxOutputBytes?: number,
   ) {
     this.grpcErrors = wantsGrpcErrors(call);
   }
@@ -113,7 +115,7 @@ class InferStream {
           lastVersion = response.modelVersion;
           // An encoding failure is thrown back to the core: it counts the request as failed and
           // answers it through onError (caught here, the request counted as a success).
-          const encoded = encodeInferResponse(response, final ? FINAL : NOT_FINAL, decoded.sharedMemory);
+          const encoded = encodeInferResponse(response, final ? FINAL : NOT_FINAL, decoded.sharedMemory, this.maxOutputBytes);
           this.write({ error_message: '', infer_response: encoded });
         } else if (final && decoded.enableEmptyFinalResponse) {
           this.write({
@@ -194,6 +196,7 @@ export function handleStreamInfer(
   core: InferenceCore,
   sharedMemory?: SystemSharedMemory,
   log?: RequestLog,
+  maxOutputBytes?: number,
 ): handleBidiStreamingCall<WireModelInferRequest, WireModelStreamInferResponse> {
-  return (call) => new InferStream(core, call, sharedMemory, log).start();
+  return (call) => new InferStream(core, call, sharedMemory, log, maxOutputBytes).start();
 }
