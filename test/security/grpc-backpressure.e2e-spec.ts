@@ -100,10 +100,19 @@ describe('gRPC streaming back-pressure (issue 16, attack 1)', () => {
     };
     pump();
     try {
-      // Whatever the server took in before the answers backed up has run by 1.5 s; from then on
-      // nothing more runs, and nothing more is held.
-      await sleep(1500);
-      const ran1 = (await successCount(client)) - before;
+      // Whatever the server took in before the answers backed up runs, then the count stops (two
+      // looks 500 ms apart agree; without back-pressure it never does); from then on nothing more
+      // runs, and nothing more is held.
+      let ran1 = -1;
+      const t1 = Date.now();
+      await until('the stream to stall', async () => {
+        const ran = (await successCount(client)) - before;
+        const stalled = ran > 0 && ran === ran1;
+        ran1 = ran;
+        if (!stalled) await sleep(500);
+        return stalled;
+      }, 15_000);
+      const stalledAfter = Date.now() - t1;
       const rss1 = rssMiB(pid);
       await sleep(3000);
       const ran2 = (await successCount(client)) - before;
@@ -112,7 +121,9 @@ describe('gRPC streaming back-pressure (issue 16, attack 1)', () => {
       const t0 = Date.now();
       const answer = await call(client, 'ModelInfer', request);
       const took = Date.now() - t0;
-      console.log(`raw non-reading stream: sent ${sent}, ran ${ran1} at 1.5 s and ${ran2} at 4.5 s; server RSS ${rss1.toFixed(0)} -> ${rss2.toFixed(0)} MiB; a unary call took ${took} ms`);
+      console.log(
+        `raw non-reading stream: sent ${sent}; ran ${ran1} when it stalled (${stalledAfter} ms) and ${ran2} 3 s later; server RSS ${rss1.toFixed(0)} -> ${rss2.toFixed(0)} MiB; a unary call took ${took} ms`,
+      );
       expect(answer.outputs).toHaveLength(2);
       expect(took).toBeLessThan(2000);
       // Bounded by the HTTP/2 windows and the stream's read buffer (~700 requests in the audit), not by the send rate.
