@@ -131,27 +131,43 @@ function aliasOf(d: WireTensor, index: number, inputs: readonly Tensor[]): Tenso
   return { name: d[0], datatype: source.datatype, shape: d[2], data: source.data };
 }
 
+/**
+ * Reads a stub's shm file of `length` bytes. The length is the stub's word: it is checked against
+ * the file before anything is allocated, so that the server never allocates more than the stub has
+ * already written (a descriptor claiming 2^40 bytes would otherwise be a RangeError or a huge buffer).
+ */
 async function readWhole(file: string, length: number): Promise<Uint8Array> {
-  const out = new Uint8Array(length);
+  if (!Number.isSafeInteger(length) || length < 0) throw InferenceError.internal(`python stub sent a bad byte length for shared-memory file '${file}'`);
   const handle = await fsp.open(file, 'r');
   try {
+    const { size } = await handle.stat();
+    if (size < length) throw InferenceError.internal(`shared-memory file '${file}' is shorter than ${length} bytes`);
+    const out = new Uint8Array(length);
     let done = 0;
     while (done < length) {
       const { bytesRead } = await handle.read(out, done, length - done, done);
       if (bytesRead === 0) throw InferenceError.internal(`shared-memory file '${file}' is shorter than ${length} bytes`);
       done += bytesRead;
     }
+    return out;
   } finally {
     await handle.close();
   }
-  return out;
 }
 
 function toTensor(d: WireTensor, bytes: Uint8Array): Tensor {
   const [name, datatype, shape] = d;
   if (!isDataType(datatype)) throw InferenceError.internal(`python model returned tensor '${name}' with unknown datatype '${datatype}'`);
+  if (!Array.isArray(shape) || !shape.every((n) => Number.isSafeInteger(n) && n >= 0)) {
+    throw InferenceError.internal(`python model returned tensor '${name}' with a bad shape`);
+  }
   const count = elementCount(shape);
-  if (datatype === 'BYTES') return { name, datatype, shape, data: splitBytes(name, bytes, count) };
+  if (datatype === 'BYTES') {
+    // Each element takes at least its 4-byte length: a shape that claims more elements than the
+    // bytes can hold is refused before the element array is allocated for it.
+    if (count > bytes.byteLength / 4) throw InferenceError.internal(`BYTES tensor '${name}' is shorter than its ${count} elements`);
+    return { name, datatype, shape, data: splitBytes(name, bytes, count) };
+  }
   const ctor = VIEW[datatype];
   if (bytes.byteLength !== count * ctor.BYTES_PER_ELEMENT) {
     throw InferenceError.internal(
