@@ -1,4 +1,6 @@
 /** Reading the Prometheus text exposition of a metrics port in end-to-end tests. */
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 
 export type Labels = Record<string, string>;
 
@@ -32,4 +34,9 @@ export function sample(lines: Line[], name: string, labels: Labels): number {
 /** The metrics port's exposition, parsed. */
 export async function scrape(metricsUrl: string): Promise<Line[]> {
   return parse(await (await fetch(metricsUrl)).text());
+}
+
+/** Whether an nvidia-smi is on PATH: the GPU families show only then. */
+export function nvidiaSmiOnPath(): boolean {
+  return (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir !== '' && existsSync(path.join(dir, 'nvidia-smi')));
 }

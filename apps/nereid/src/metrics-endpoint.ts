@@ -89,5 +89,10 @@ export function statsSourceOf(manager: ModelRepositoryManager, scheduler: Schedu
 /** The metrics of `nereid serve`'s options, or undefined with `--allow-metrics=false`. */
 export function metricsOf(options: ServeOptions): NereidMetrics | undefined {
   if (!options.allowMetrics) return undefined;
-  return new NereidMetrics({ settings: parseMetricsConfig(options.metricsConfig), cpu: options.allowCpuMetrics, intervalMs: options.metricsIntervalMs });
+  return new NereidMetrics({
+    settings: parseMetricsConfig(options.metricsConfig),
+    cpu: options.allowCpuMetrics,
+    gpu: options.allowGpuMetrics,
+    intervalMs: options.metricsIntervalMs,
+  });
 }

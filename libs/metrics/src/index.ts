@@ -4,3 +4,4 @@ export * from './nereid-metrics';
 export * from './stats-port';
 export * from './cluster-metrics';
 export * from './model-metrics';
+export * from './gpu-metrics';

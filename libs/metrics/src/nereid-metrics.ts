@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { CpuMetrics } from './cpu-metrics';
 import { CustomMetrics } from './custom-metrics';
+import { GpuMetrics } from './gpu-metrics';
 import type { MetricsSettings } from './metrics-config';
 import { ModelObservers } from './model-observers';
 import { SnapshotCounter, SnapshotGauge, type Sample } from './snapshot-family';
@@ -11,21 +12,24 @@ export interface NereidMetricsOptions {
   settings: MetricsSettings;
   /** `--allow-cpu-metrics` (default true). */
   cpu: boolean;
-  /** `--metrics-interval-ms`: how often the CPU gauges are polled (default 2000). */
+  /** `--allow-gpu-metrics` (default true): the GPU gauges, where an nvidia-smi is on PATH. Default false here. */
+  gpu?: boolean;
+  /** `--metrics-interval-ms`: how often the CPU and GPU gauges are polled (default 2000). */
   intervalMs: number;
 }
 
 /**
  * Every family Nereid exports on the metrics port, in one prom-client registry: Triton's per-model
  * families (read from the statistics at each scrape), the per-request histograms and summaries,
- * Nereid's gauges, the CPU gauges and the python models' custom metrics. No GPU family is
- * registered: Nereid reads no GPU (and none is reported where none is used).
+ * Nereid's gauges, the CPU and GPU gauges and the python models' custom metrics. The GPU families
+ * show only where nvidia-smi reads a GPU.
  */
 export class NereidMetrics {
   readonly registry = new Registry();
   readonly custom: CustomMetrics;
   private readonly observers: ModelObservers;
   private readonly cpu?: CpuMetrics;
+  private readonly gpu?: GpuMetrics;
   private source?: StatsSource;
 
   constructor(private readonly options: NereidMetricsOptions) {
@@ -59,6 +63,7 @@ export class NereidMetrics {
       new SnapshotCounter('nereid_python_stub_restarts_total', 'Python stub processes that died and were restarted', this.registry, () => this.custom.stubRestartSamples());
     }
     if (options.cpu) this.cpu = new CpuMetrics(this.registry);
+    if (options.gpu) this.gpu = new GpuMetrics(this.registry);
   }
 
   /** Where the served models' statistics are read (set once the core exists). */
@@ -77,10 +82,12 @@ export class NereidMetrics {
 
   start(): void {
     this.cpu?.start(this.options.intervalMs);
+    this.gpu?.start(this.options.intervalMs);
   }
 
   stop(): void {
     this.cpu?.stop();
+    this.gpu?.stop();
   }
 
   /** The text exposition (Prometheus format 0.0.4). */

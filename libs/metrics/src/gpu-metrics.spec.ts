@@ -1,0 +1,66 @@
+import { Registry } from 'prom-client';
+import { GpuMetrics, parseNvidiaSmi } from './gpu-metrics';
+
+describe('parseNvidiaSmi', () => {
+  it("reads one GPU a line, what the tool cannot give as undefined", () => {
+    const text = 'GPU-a, 37, 81559, 1024, 71.25, 700.00, 123456\nGPU-b, 0, 16384, 0, [N/A], [Not Supported], [N/A]\n\nnot a gpu line\n';
+    expect(parseNvidiaSmi(text)).toEqual([
+      { uuid: 'GPU-a', utilization: 37, memoryTotal: 81559, memoryUsed: 1024, powerDraw: 71.25, powerLimit: 700, energy: 123456 },
+      { uuid: 'GPU-b', utilization: 0, memoryTotal: 16384, memoryUsed: 0, powerDraw: undefined, powerLimit: undefined, energy: undefined },
+    ]);
+  });
+});
+
+describe('GpuMetrics', () => {
+  const lines = async (registry: Registry) => (await registry.metrics()).split('\n').filter((l) => l.startsWith('nv_'));
+
+  it("exports Triton's GPU families per gpu_uuid, energy in joules since the first reading", async () => {
+    const registry = new Registry();
+    const energy = [5_000_000, 5_002_500, 5_010_000];
+    let call = 0;
+    const gpu = new GpuMetrics(registry, async () => `GPU-a, 37, 100, 25, 71.25, 700, ${energy[call++]}\nGPU-b, 1, 100, 0, [N/A], 300, [N/A]\n`);
+    for (let i = 0; i < 3; i++) await gpu.poll();
+    expect(await lines(registry)).toEqual([
+      'nv_gpu_utilization{gpu_uuid="GPU-a"} 0.37',
+      'nv_gpu_utilization{gpu_uuid="GPU-b"} 0.01',
+      `nv_gpu_memory_total_bytes{gpu_uuid="GPU-a"} ${100 * 1024 * 1024}`,
+      `nv_gpu_memory_total_bytes{gpu_uuid="GPU-b"} ${100 * 1024 * 1024}`,
+      `nv_gpu_memory_used_bytes{gpu_uuid="GPU-a"} ${25 * 1024 * 1024}`,
+      'nv_gpu_memory_used_bytes{gpu_uuid="GPU-b"} 0',
+      'nv_gpu_power_usage{gpu_uuid="GPU-a"} 71.25',
+      'nv_gpu_power_usage{gpu_uuid="GPU-b"} 0',
+      'nv_gpu_power_limit{gpu_uuid="GPU-a"} 700',
+      'nv_gpu_power_limit{gpu_uuid="GPU-b"} 300',
+      'nv_energy_consumption{gpu_uuid="GPU-a"} 10',
+      'nv_energy_consumption{gpu_uuid="GPU-b"} 0',
+    ]);
+    expect(await registry.metrics()).toContain('# HELP nv_gpu_utilization GPU utilization rate [0.0 - 1.0)\n# TYPE nv_gpu_utilization gauge\n');
+    expect(await registry.metrics()).toContain('# TYPE nv_energy_consumption counter\n');
+  });
+
+  it('registers nothing, and stops asking, where there is no nvidia-smi', async () => {
+    const registry = new Registry();
+    let calls = 0;
+    const gpu = new GpuMetrics(registry, async () => {
+      calls++;
+      throw Object.assign(new Error('spawn nvidia-smi ENOENT'), { code: 'ENOENT' });
+    });
+    await gpu.poll();
+    await gpu.poll();
+    expect(calls).toBe(1);
+    expect(await registry.metrics()).toBe('\n');
+  });
+
+  it('keeps the last values when a reading fails', async () => {
+    const registry = new Registry();
+    let fail = false;
+    const gpu = new GpuMetrics(registry, async () => {
+      if (fail) throw Object.assign(new Error('exit 9'), { code: 9 });
+      return 'GPU-a, 50, 1, 1, 1, 1, 1\n';
+    });
+    await gpu.poll();
+    fail = true;
+    await gpu.poll();
+    expect(await lines(registry)).toContain('nv_gpu_utilization{gpu_uuid="GPU-a"} 0.5');
+  });
+});

@@ -1,0 +1,143 @@
+import { execFile } from 'node:child_process';
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+/** What `nvidia-smi` is asked, one line per GPU (the fields in this order). */
+export const NVIDIA_SMI_ARGS: readonly string[] = [
+  '--query-gpu=uuid,utilization.gpu,memory.total,memory.used,power.draw,power.limit,total_energy_consumption',
+  '--format=csv,noheader,nounits',
+];
+
+/** One GPU's reading, in nvidia-smi's units; undefined where it said `[N/A]` or `[Not Supported]`. */
+export interface GpuReading {
+  uuid: string;
+  /** Percent. */
+  utilization?: number;
+  /** MiB. */
+  memoryTotal?: number;
+  /** MiB. */
+  memoryUsed?: number;
+  /** Watts. */
+  powerDraw?: number;
+  /** Watts. */
+  powerLimit?: number;
+  /** Millijoules since the driver loaded. */
+  energy?: number;
+}
+
+const MIB = 1024 * 1024;
+
+/** The readings of `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`; lines that are not one GPU's are skipped. */
+export function parseNvidiaSmi(text: string): GpuReading[] {
+  const out: GpuReading[] = [];
+  for (const line of text.split('\n')) {
+    const f = line.split(',').map((s) => s.trim());
+    if (f.length !== 7 || f[0] === '') continue;
+    const num = (s: string): number | undefined => (s !== '' && Number.isFinite(Number(s)) ? Number(s) : undefined);
+    out.push({ uuid: f[0], utilization: num(f[1]), memoryTotal: num(f[2]), memoryUsed: num(f[3]), powerDraw: num(f[4]), powerLimit: num(f[5]), energy: num(f[6]) });
+  }
+  return out;
+}
+
+/** Runs nvidia-smi: its output, or an error (`code` ENOENT when there is none on PATH). */
+export type NvidiaSmi = () => Promise<string>;
+
+const runNvidiaSmi: NvidiaSmi = () =>
+  new Promise((resolve, reject) => {
+    // PATH read when asked (env given explicitly: the lookup uses this process's PATH as it is now).
+    execFile('nvidia-smi', NVIDIA_SMI_ARGS, { env: process.env, timeout: 10_000, windowsHide: true }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+  });
+
+interface GpuFamilies {
+  utilization: Gauge;
+  memoryTotal: Gauge;
+  memoryUsed: Gauge;
+  powerUsage: Gauge;
+  powerLimit: Gauge;
+  energy: Counter;
+}
+
+/**
+ * Triton's GPU families (label `gpu_uuid`, help texts of Triton's metrics.cc), read from
+ * `nvidia-smi` every `--metrics-interval-ms` (`--allow-gpu-metrics`, default true) where Triton
+ * reads DCGM. Without an nvidia-smi on PATH nothing is exported and nothing is logged: the
+ * families are registered at the first reading that names a GPU. As Triton: utilization as a
+ * ratio, memory in bytes, a value the tool cannot give is 0, and `nv_energy_consumption` counts
+ * the joules since the first reading.
+ */
+export class GpuMetrics {
+  private families?: GpuFamilies;
+  private readonly lastEnergy = new Map<string, number>();
+  private timer?: NodeJS.Timeout;
+  private polling = false;
+  private gone = false;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly nvidiaSmi: NvidiaSmi = runNvidiaSmi,
+  ) {}
+
+  /** Polls now and then every `intervalMs`, until stop() or until nvidia-smi proves absent. */
+  start(intervalMs: number): void {
+    this.stop();
+    if (this.gone) return;
+    void this.poll();
+    this.timer = setInterval(() => void this.poll(), Math.max(1, intervalMs));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One reading (skipped while the last one still runs). */
+  async poll(): Promise<void> {
+    if (this.polling || this.gone) return;
+    this.polling = true;
+    try {
+      this.record(parseNvidiaSmi(await this.nvidiaSmi()));
+    } catch (e) {
+      // No nvidia-smi: no GPU metrics, for good. Any other failure (a driver hiccup) keeps the last values.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.gone = true;
+        this.stop();
+      }
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private record(readings: GpuReading[]): void {
+    if (readings.length === 0) return;
+    const f = (this.families ??= this.register());
+    for (const r of readings) {
+      const labels = { gpu_uuid: r.uuid };
+      f.utilization.set(labels, (r.utilization ?? 0) * 0.01);
+      f.memoryTotal.set(labels, (r.memoryTotal ?? 0) * MIB);
+      f.memoryUsed.set(labels, (r.memoryUsed ?? 0) * MIB);
+      f.powerUsage.set(labels, r.powerDraw ?? 0);
+      f.powerLimit.set(labels, r.powerLimit ?? 0);
+      let joules = 0;
+      if (r.energy !== undefined) {
+        const last = this.lastEnergy.get(r.uuid);
+        if (last !== undefined) joules = Math.max(0, r.energy - last) * 0.001;
+        this.lastEnergy.set(r.uuid, r.energy);
+      }
+      f.energy.inc(labels, joules);
+    }
+  }
+
+  private register(): GpuFamilies {
+    const registers = [this.registry];
+    const labelNames = ['gpu_uuid'];
+    const gauge = (name: string, help: string) => new Gauge({ name, help, labelNames, registers });
+    return {
+      utilization: gauge('nv_gpu_utilization', 'GPU utilization rate [0.0 - 1.0)'),
+      memoryTotal: gauge('nv_gpu_memory_total_bytes', 'GPU total memory, in bytes'),
+      memoryUsed: gauge('nv_gpu_memory_used_bytes', 'GPU used memory, in bytes'),
+      powerUsage: gauge('nv_gpu_power_usage', 'GPU power usage in watts'),
+      powerLimit: gauge('nv_gpu_power_limit', 'GPU power management limit in watts'),
+      energy: new Counter({ name: 'nv_energy_consumption', help: 'GPU energy consumption in joules since the Triton Server started', labelNames, registers }),
+    };
+  }
+}
