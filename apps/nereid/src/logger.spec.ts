@@ -108,3 +108,26 @@ describe('ServerLogger: lines about the requests of a batch', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('ServerLogger request ids', () => {
+  it('clips a long client id as error messages do, on request lines and access lines, text and JSON', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'nereid-log-'));
+    const file = path.join(dir, 'server.log');
+    const s = settings(file);
+    const logger = new ServerLogger(s, true);
+    const long = 'y'.repeat(5000);
+    const clipped = `${'y'.repeat(256)}...`;
+    logger.request('info', long, 'about it');
+    logger.accessLine({ protocol: 'GRPC', method: 'RPC', target: '/x', status: 0, durationMs: 1, client: 'c', model: 'm', requestId: long });
+    s.log_format = 'json';
+    logger.log('info', 'two', [{ id: long } as InferenceRequest, { id: 'short' } as InferenceRequest]);
+    logger.accessLine({ protocol: 'HTTP', method: 'POST', target: '/x', status: 200, durationMs: 1, client: 'c', model: 'm', requestId: long });
+    const lines = await linesOf(file, 4);
+    expect(lines[0]).toMatch(new RegExp(`\\] \\[request id: ${clipped.replace(/\./g, '\\.')}\\] about it$`));
+    expect(lines[1].endsWith(` id=${clipped}`)).toBe(true);
+    expect(JSON.parse(lines[2]).request_ids).toEqual([clipped, 'short']);
+    expect(JSON.parse(lines[3]).request_id).toBe(clipped);
+    await logger.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
