@@ -45,6 +45,14 @@ describe('binary codec, fixed-width types', () => {
     expect(u8(back as ArrayBufferView)).toEqual(u8(data as ArrayBufferView));
   });
 
+  it('shares one element for every empty BYTES element (a view costs ~120 bytes for 4 on the wire)', () => {
+    const bytes = Buffer.from([0, 0, 0, 0, 1, 0, 0, 0, 120, 0, 0, 0, 0]);
+    const data = tensorDataFromBytes('BYTES', [3], bytes, 'IN', 'm') as Uint8Array[];
+    expect(data.map((e) => Buffer.from(e).toString())).toEqual(['', 'x', '']);
+    expect(data[0]).toBe(data[2]);
+    expect(data[1].buffer).toBe(bytes.buffer);
+  });
+
   it('writes little-endian bytes', () => {
     expect(Array.from(tensorDataToBytes(tensor('INT32', [1], new Int32Array([0x01020304]))))).toEqual([4, 3, 2, 1]);
     const back = fromBytes('UINT16', [2], new Uint8Array([0x01, 0x02, 0xff, 0x00]));

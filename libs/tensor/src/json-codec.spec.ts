@@ -43,6 +43,17 @@ describe('decodeJsonData', () => {
     expect(encodeJsonData(tensor('BYTES', [3], data))).toEqual(['abc', '', 'héllo ☃']);
   });
 
+  it('decodes BYTES as views of one buffer, empty strings as one shared element (issue 16: 6 MB of "" grew the server by 718 MiB)', () => {
+    const data = decodeJsonData('BYTES', [5], ['ab', '', 'é€', '', 'z'], 'IN', 'm') as Uint8Array[];
+    expect(data.map((e) => Buffer.from(e).toString())).toEqual(['ab', '', 'é€', '', 'z']);
+    expect(data[0].buffer).toBe(data[2].buffer);
+    expect(data[2].buffer).toBe(data[4].buffer);
+    expect(data[0].buffer.byteLength).toBe(2 + 5 + 1);
+    expect(data[1]).toBe(data[3]);
+    const empties = decodeJsonData('BYTES', [1_000_000], new Array<string>(1_000_000).fill(''), 'IN', 'm') as Uint8Array[];
+    expect(new Set(empties).size).toBe(1);
+  });
+
   it('accepts INT64/UINT64 extremes given as bigints', () => {
     const min = -(2n ** 63n);
     const max = 2n ** 63n - 1n;
