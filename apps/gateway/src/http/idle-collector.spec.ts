@@ -167,6 +167,28 @@ describe('IdleCollector', () => {
     expect(collector.trims).toBe(0);
   });
 
+  it('never throws out of its timer: a sample that fails (EMFILE reading /proc, every descriptor taken) is skipped (issue 16)', async () => {
+    let calls = 0;
+    const emfile = Object.assign(new Error('EMFILE: too many open files, open \'/proc/self/status\''), { code: 'EMFILE' });
+    const collector = new IdleCollector({
+      thresholdBytes: MB,
+      intervalMs: 5,
+      sample: () => {
+        if (calls++ === 0) return 0;
+        throw emfile;
+      },
+      trim: null,
+      cpuMs: () => 0,
+    });
+    expect(() => collector.tick()).toThrow('EMFILE');
+    expect(collector.safeTick()).toBe(false);
+    // The timer runs safeTick: a throw there would be uncaught in this process and fail the run.
+    collector.start();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    collector.stop();
+    expect(collector.failedSamples).toBeGreaterThan(2);
+  });
+
   // The defect this addon fixes: after a burst, glibc kept the freed buffers resident (their heap's top
   // pinned by small live allocations made in between), and a full collection alone did not lower RSS.
   const glibc = Boolean((process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime);

@@ -51,6 +51,8 @@ export class IdleCollector {
   /** Trims run so far, and how long the last one took (ms). */
   trims = 0;
   lastTrimMs = 0;
+  /** Samples that threw (EMFILE reading /proc) and were skipped. */
+  failedSamples = 0;
 
   constructor(
     private readonly options: {
@@ -79,7 +81,7 @@ export class IdleCollector {
   }
 
   start(): this {
-    this.timer ??= setInterval(() => this.tick(), this.options.intervalMs);
+    this.timer ??= setInterval(() => this.safeTick(), this.options.intervalMs);
     // Never what keeps the process alive.
     this.timer.unref();
     return this;
@@ -88,6 +90,22 @@ export class IdleCollector {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * The timer's tick, which never throws: a timer callback that throws ends the process. Sampling
+   * reads /proc (process.memoryUsage() opens /proc/self/status): with every descriptor taken it
+   * threw EMFILE, and 1,100 silent connections to the gRPC port killed node this way (issue 16).
+   * A sample that fails is skipped; the next one starts over.
+   */
+  safeTick(): boolean {
+    try {
+      return this.tick();
+    } catch {
+      this.failedSamples++;
+      this.previous = -1;
+      return false;
+    }
   }
 
   /** One sample (the timer's work; tests call it directly). True when it collected (the trim follows at the next one). */
