@@ -7,7 +7,10 @@ export interface HttpLimits {
   requestTimeoutSecs: number;
   /** `--http-header-timeout-secs`: the same for the request line and headers (0 = none). */
   headerTimeoutSecs: number;
-  /** `--http-max-connections`: connections beyond it are closed as they arrive (0 = no limit). */
+  /**
+   * `--http-max-connections`: open connections of both front doors, HTTP and gRPC, at most (one
+   * budget, connection-budget.ts); connections beyond it are closed as they arrive (0 = no limit).
+   */
   maxConnections: number;
   /**
    * Pipelined requests of one connection started and not answered yet; a connection with more
@@ -63,7 +66,8 @@ export function openFileLimit(limits = '/proc/self/limits'): number | undefined 
 
 /**
  * `--http-max-connections` within what the process's descriptors allow: at most three quarters of
- * the open-file limit, the rest left to gRPC, model files, python stubs and logs. Beyond it new
+ * the open-file limit, the rest left to model files, python stubs, logs and accept() itself. It
+ * bounds the connections of both front doors together (connection-budget.ts). Beyond it new
  * connections are closed as they arrive, so that a flood of idle connections (1,100 half-open ones
  * against a limit of 1024, issue 16 attack 3) cannot take the descriptors that accept() and the
  * clients already connected need.

@@ -12,6 +12,7 @@ import { describe, HttpErrorFilter } from './http/http-error.filter';
 import { InferFastPath, matchInferPath } from './http/infer-fast-path';
 import { NOSNIFF_NAME, NOSNIFF_VALUE } from './http/nosniff';
 import { BodyBudget } from './http/body-budget';
+import { ConnectionBudget } from './connection-budget';
 import { IdleCollector } from './http/idle-collector';
 import { PipelineBound } from './http/pipelining';
 import { httpGroupOf } from './api-groups';
@@ -34,6 +35,8 @@ export interface RunningHttpServer {
   app: NestFastifyApplication;
   /** The budget of request bodies held at once; the gRPC front door charges its messages to it too. */
   bodyBudget: BodyBudget;
+  /** The budget of open connections (--http-max-connections); the gRPC port's connections count in it too. */
+  connections: ConnectionBudget;
   close(): Promise<void>;
 }
 
@@ -80,7 +83,7 @@ const IDLE_GC_THRESHOLD = 16 * 1024 * 1024;
 export async function startHttpServer(core: InferenceCore, options: HttpServerOptions): Promise<RunningHttpServer> {
   const limits: HttpLimits = { ...DEFAULT_HTTP_LIMITS, ...options.limits };
   const budget = new BodyBudget(limits.maxInflightBodyBytes, bodyWaitMs(limits));
-  const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory, budget, options.requestLog);
+  const fastPath = new InferFastPath(core, options.maxInputSize, options.sharedMemory, budget, options.requestLog, options.maxOutputSize);
   const guard = new ApiGuard(options.restrictedApis);
   const tokens = options.authTokens;
   let nestHandler: http.RequestListener | undefined;
@@ -138,7 +141,8 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
   const fastify = app.getHttpAdapter().getInstance() as unknown as FastifyInstance;
   rawBodies(fastify, options.maxInputSize);
   if (options.requestLog?.access) attachHttpAccessLog(fastify.server, options.requestLog);
-  if (limits.maxConnections > 0) fastify.server.maxConnections = connectionCap(limits.maxConnections);
+  const connections = new ConnectionBudget(connectionCap(limits.maxConnections));
+  connections.guard(fastify.server);
   app.useGlobalFilters(new HttpErrorFilter());
   await app.init();
   await app.listen(options.port, options.host);
@@ -151,5 +155,5 @@ export async function startHttpServer(core: InferenceCore, options: HttpServerOp
     collector.stop();
     return app.close();
   });
-  return { port, app, bodyBudget: budget, close };
+  return { port, app, bodyBudget: budget, connections, close };
 }

@@ -1,6 +1,7 @@
 export * from './gateway.module';
 export * from './http-server';
 export { BodyBudget } from './http/body-budget';
+export { ConnectionBudget } from './connection-budget';
 export * from './tokens';
 export * from './access-log';
 export { startGrpcServer, type GrpcServerOptions, type GrpcServerHandle } from './grpc';

@@ -5,7 +5,9 @@ import type { TokenStore } from '../auth-tokens';
 import { grpcAccessInterceptor, type RequestLog } from '../access-log';
 import { ApiGuard, type Restriction } from '../restrictions';
 import { BodyBudget } from '../http/body-budget';
-import { DEFAULT_HTTP_LIMITS } from '../http-limits';
+import { ConnectionBudget } from '../connection-budget';
+import { connectionCap, DEFAULT_HTTP_LIMITS } from '../http-limits';
+import { listenGrpc } from './grpc-listener';
 import { healthHandlers } from './health-handlers';
 import { inferHandlers } from './infer-handlers';
 import { metadataHandlers } from './metadata-handlers';
@@ -15,8 +17,22 @@ import { repositoryHandlers } from './repository-handlers';
 import { settingsHandlers } from './settings-handlers';
 import { sharedMemoryHandlers } from './shared-memory-handlers';
 
-/** Triton's default send/receive limit: INT32_MAX bytes (grpc-js's own default would be 4 MiB). */
+/** Triton's default send limit: INT32_MAX bytes (grpc-js's own default would be 4 MiB). */
 export const DEFAULT_MAX_MESSAGE_SIZE = 2147483647;
+
+/**
+ * The largest message received when neither `maxMessageSize` nor `maxInputSize` is set: 64 MiB,
+ * Triton's default `--http-max-input-size`. Triton receives INT32_MAX; grpc-js inflates a compressed
+ * message up to this limit, and let a prefix announcing 512 MiB be charged (issue 16).
+ */
+export const DEFAULT_MAX_RECEIVE_SIZE = 64 * 1024 * 1024;
+
+/**
+ * How long an HTTP/2 connection may stay without a call before grpc-js closes it (GOAWAY; clients
+ * reconnect at their next call), unless set: 5 minutes. Idle connections would otherwise hold their
+ * place in the connection budget for ever.
+ */
+export const DEFAULT_MAX_CONNECTION_IDLE_MS = 300_000;
 
 /** How long close() waits for in-flight calls before cutting connections, unless set. */
 export const SHUTDOWN_GRACE_MS = 5000;
@@ -47,8 +63,13 @@ export interface GrpcServerOptions {
   host: string;
   /** Port; 0 picks a free one (the bound port is returned). Triton's default is 8001. */
   port: number;
-  /** Max message size in bytes, both directions. Default INT32_MAX (2147483647) like Triton. */
+  /**
+   * `--grpc-max-message-size`: the largest message in bytes, both directions. Unset: messages sent up
+   * to INT32_MAX (2147483647) like Triton, messages received up to `maxInputSize`.
+   */
   maxMessageSize?: number;
+  /** `--http-max-input-size`: the largest message received when `maxMessageSize` is unset. Default DEFAULT_MAX_RECEIVE_SIZE (64 MiB). */
+  maxInputSize?: number;
   keepalive?: GrpcKeepaliveOptions;
   /** Close connections older than this (`--grpc-max-connection-age`). Default: never. */
   maxConnectionAgeMs?: number;
@@ -78,6 +99,24 @@ export interface GrpcServerOptions {
   bodyBudget?: BodyBudget;
   /** The size of the budget when none is shared. Default DEFAULT_HTTP_LIMITS.maxInflightBodyBytes (32 MiB). */
   maxInflightBodyBytes?: number;
+  /**
+   * The budget of open connections shared with the HTTP door (`--http-max-connections`): the gRPC
+   * port's connections count in it too. None: a budget of this server's own of `maxConnections`.
+   */
+  connections?: ConnectionBudget;
+  /** The size of the connection budget when none is shared, capped by the open-file limit. Default DEFAULT_HTTP_LIMITS.maxConnections. */
+  maxConnections?: number;
+  /**
+   * `--http-request-timeout-secs`, in ms: a request message that has begun and not fully arrived by
+   * then ends its call DEADLINE_EXCEEDED and gives back its budget (0: none). Default 60 s.
+   */
+  messageTimeoutMs?: number;
+  /** `--http-header-timeout-secs`, in ms: a connection that has not begun HTTP/2 by then is closed (0: none). Default 30 s. */
+  prefaceTimeoutMs?: number;
+  /** `--grpc-max-connection-idle`: an HTTP/2 connection without a call for this long is closed (GOAWAY). Default DEFAULT_MAX_CONNECTION_IDLE_MS. */
+  maxConnectionIdleMs?: number;
+  /** `--max-output-size`: the most bytes of output data a response carries (output-size.ts); none: DEFAULT_MAX_OUTPUT_SIZE. */
+  maxOutputSize?: number;
 }
 
 export interface GrpcServerHandle {
@@ -92,10 +131,9 @@ const MAX_CONCURRENT_STREAMS = 1024;
 /** GrpcServerOptions → grpc-js channel options. */
 export function channelOptionsOf(options: GrpcServerOptions): ChannelOptions {
   const ka = options.keepalive ?? {};
-  const max = options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE;
   const out: ChannelOptions = {
-    'grpc.max_receive_message_length': max,
-    'grpc.max_send_message_length': max,
+    'grpc.max_receive_message_length': maxReceiveOf(options),
+    'grpc.max_send_message_length': options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE,
     'grpc.keepalive_time_ms': ka.timeMs ?? 7200000,
     'grpc.keepalive_timeout_ms': ka.timeoutMs ?? 20000,
     'grpc.keepalive_permit_without_calls': (ka.permitWithoutCalls ?? false) ? 1 : 0,
@@ -107,9 +145,16 @@ export function channelOptionsOf(options: GrpcServerOptions): ChannelOptions {
     // earlier ones, as HTTP/2 flow control already holds each call's bytes (issue 16).
     'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
   };
+  const idle = options.maxConnectionIdleMs ?? DEFAULT_MAX_CONNECTION_IDLE_MS;
+  if (idle > 0) out['grpc.max_connection_idle_ms'] = idle;
   if (options.maxConnectionAgeMs) out['grpc.max_connection_age_ms'] = options.maxConnectionAgeMs;
   if (options.maxConnectionAgeGraceMs) out['grpc.max_connection_age_grace_ms'] = options.maxConnectionAgeGraceMs;
   return out;
+}
+
+/** The largest message received: `--grpc-max-message-size`, else `--http-max-input-size`. */
+export function maxReceiveOf(options: Pick<GrpcServerOptions, 'maxMessageSize' | 'maxInputSize'>): number {
+  return options.maxMessageSize ?? options.maxInputSize ?? DEFAULT_MAX_RECEIVE_SIZE;
 }
 
 /** The metadata value of `key` when it is sent once, as text; else undefined. */
@@ -148,12 +193,6 @@ function restrictionInterceptor(restrictions: readonly Restriction[], tokens?: T
   };
 }
 
-function bind(server: Server, address: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
-  });
-}
-
 function shutdown(server: Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
@@ -166,10 +205,6 @@ function shutdown(server: Server, graceMs: number): Promise<void> {
       resolve();
     });
   });
-}
-
-function formatAddress(host: string, port: number): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**
@@ -186,23 +221,33 @@ export async function startGrpcServer(core: InferenceCore, options: GrpcServerOp
   const interceptors = [
     // First: it reads the call's framing (message-budget.ts). A stream's requests give back their
     // charges one by one (stream-infer.ts).
-    budgetInterceptor(budget, new Set([services.inference.ModelStreamInfer.path])),
+    budgetInterceptor(budget, new Set([services.inference.ModelStreamInfer.path]), {
+      maxMessageBytes: maxReceiveOf(options),
+      messageTimeoutMs: options.messageTimeoutMs ?? DEFAULT_HTTP_LIMITS.requestTimeoutSecs * 1000,
+    }),
     ...(interceptor ? [interceptor] : []),
     ...(options.requestLog?.access ? [grpcAccessInterceptor(options.requestLog)] : []),
   ];
   const server = new Server({ ...channelOptionsOf(options), interceptors });
   server.addService(countingDeserializers(services.inference), {
     ...metadataHandlers(core),
-    ...inferHandlers(core, options.sharedMemory, options.requestLog),
+    ...inferHandlers(core, options.sharedMemory, options.requestLog, options.maxOutputSize),
     ...repositoryHandlers(core),
     ...settingsHandlers(core),
     ...sharedMemoryHandlers(options.sharedMemory),
   });
   server.addService(services.health, healthHandlers(core));
-  const port = await bind(server, formatAddress(options.host, options.port));
+  const connections = options.connections ?? new ConnectionBudget(connectionCap(options.maxConnections ?? DEFAULT_HTTP_LIMITS.maxConnections));
+  const listener = await listenGrpc(server, ServerCredentials.createInsecure(), {
+    host: options.host,
+    port: options.port,
+    connections,
+    prefaceTimeoutMs: options.prefaceTimeoutMs ?? DEFAULT_HTTP_LIMITS.headerTimeoutSecs * 1000,
+  });
   let closing: Promise<void> | undefined;
   return {
-    port,
-    close: () => (closing ??= shutdown(server, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS)),
+    port: listener.port,
+    // No new connections first; then GOAWAY on those open and the grace for their calls.
+    close: () => (closing ??= Promise.all([listener.close(), shutdown(server, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS)]).then(() => undefined)),
   };
 }

@@ -1,4 +1,5 @@
-import { MessageFraming, releaseOf } from './message-budget';
+import { releaseOf } from './message-budget';
+import { MessageFraming } from './message-framing';
 
 /** gRPC framing: flag byte, big-endian length, the message. */
 function framed(...messages: Buffer[]): Buffer {
@@ -35,6 +36,29 @@ describe('MessageFraming', () => {
       throw new Error('no room');
     });
     expect(() => framing.write(framed(Buffer.alloc(10)))).toThrow('no room');
+  });
+});
+
+describe('MessageFraming, compressed flag and arrival', () => {
+  it('tells a compressed message from a plain one, and whether a message is under way', () => {
+    const seen: [number, boolean][] = [];
+    const framing = new MessageFraming((n, compressed) => seen.push([n, compressed]));
+    const plain = framed(Buffer.alloc(10));
+    const packed = framed(Buffer.alloc(20));
+    packed[0] = 1;
+    framing.write(plain);
+    expect(framing.midMessage).toBe(false);
+    framing.write(packed.subarray(0, 2));
+    expect(framing.midMessage).toBe(true); // half a prefix
+    framing.write(packed.subarray(2, 10));
+    expect(framing.midMessage).toBe(true); // half a message
+    framing.write(packed.subarray(10));
+    expect(framing.midMessage).toBe(false);
+    expect(seen).toEqual([
+      [10, false],
+      [20, true],
+    ]);
+    expect(framing.begun).toBe(2);
   });
 });
 

@@ -6,7 +6,10 @@ import {
   type ServerInterceptor,
   type ServiceDefinition,
 } from '@grpc/grpc-js';
-import type { BodyBudget } from '../http/body-budget';
+import { constants as http2 } from 'node:http2';
+import type { BodyBudget, HeldCharge } from '../http/body-budget';
+import { MessageFraming } from './message-framing';
+import { inflateCharged } from './message-inflate';
 
 /**
  * gRPC request messages in the server's budget of request bytes held at once (the HTTP bodies'
@@ -19,14 +22,25 @@ import type { BodyBudget } from '../http/body-budget';
  * does not fit ends its call with RESOURCE_EXHAUSTED and the budget's words, through grpc-js's own
  * path for a message over the size limit; its bytes are never read (a stream ends the same way: the
  * request cannot be read, so it cannot be answered by id). A small message (up to 64 KiB) may use
- * the budget's reserve (BodyBudget.chargeHeld).
+ * the budget's reserve (BodyBudget.holdCharge).
+ *
+ * A compressed message (grpc-encoding gzip or deflate) is charged its framed length at its prefix and
+ * then what it inflates to, chunk by chunk, as grpc-js's call inflates it (`decompressMessage`,
+ * replaced by message-inflate.ts's): one that does not fit ends its call RESOURCE_EXHAUSTED before it
+ * has inflated more than the budget allows (issue 16).
+ *
+ * A message larger than the largest message received (`maxMessageBytes`, --grpc-max-message-size or
+ * --http-max-input-size) is not charged: grpc-js refuses it at its prefix, RESOURCE_EXHAUSTED. One
+ * that has begun and not fully arrived within `messageTimeoutMs` (--http-request-timeout-secs) ends
+ * its call DEADLINE_EXCEEDED and gives back the call's charges: a client that announced a large
+ * message and sent nothing more held its charge until it disconnected (issue 16).
  *
  * A unary call's charge is given back when the call ends; a ModelStreamInfer request's when its
  * final response is sent (stream-infer.ts, `releaseOf`), and whatever a call still holds when its
  * HTTP/2 stream closes. This reads the framing where grpc-js decodes it: the call's `decoder` and
  * `stream` (internals of grpc-js 1.x's BaseServerInterceptingCall, found on the first interceptor's
  * call); where they are missing, messages are charged when they are delivered whole instead, by the
- * size their deserializer saw (`countingDeserializers`).
+ * size their deserializer saw (`countingDeserializers`), inflated size included.
  */
 
 const RELEASES = new WeakMap<object, () => void>();
@@ -62,65 +76,64 @@ export const budgetCalls = { framed: 0, whole: 0 };
 /** What grpc-js's BaseServerInterceptingCall holds that the budget reads (not part of its API). */
 interface CallInternals {
   decoder?: { write?: (data: Buffer) => Buffer[] };
-  stream?: { once?: (event: 'close', listener: () => void) => unknown };
-}
-
-/** Follows gRPC's message framing (1 flag byte, 4 bytes of big-endian length, the message) over a call's data frames. */
-export class MessageFraming {
-  private readonly prefix = Buffer.alloc(5);
-  private prefixHave = 0;
-  private remaining = 0;
-
-  /** `onMessage(length)` is called when a message's prefix is complete, before its bytes. */
-  constructor(private readonly onMessage: (length: number) => void) {}
-
-  write(data: Buffer): void {
-    let at = 0;
-    while (at < data.length) {
-      if (this.remaining > 0) {
-        const take = Math.min(this.remaining, data.length - at);
-        this.remaining -= take;
-        at += take;
-        continue;
-      }
-      this.prefix[this.prefixHave++] = data[at++];
-      if (this.prefixHave < 5) continue;
-      this.prefixHave = 0;
-      this.remaining = this.prefix.readUInt32BE(1);
-      this.onMessage(this.remaining);
-    }
-  }
+  stream?: { once?: (event: 'close', listener: () => void) => unknown; close?: (code: number) => void; closed?: boolean; writableEnded?: boolean };
+  decompressMessage?: (message: Buffer, encoding: string) => Buffer | Promise<Buffer>;
 }
 
 /** The charges of one call: messages charged (in order) and not yet delivered, and those delivered. */
 class CallCharges {
-  private readonly waiting: (() => void)[] = [];
-  private readonly held = new Set<() => void>();
+  /** Charged at their prefix, not yet through grpc-js's decompressMessage (in order). */
+  private readonly undecoded: HeldCharge[] = [];
+  /** Charged, not yet delivered to the handler (in order). */
+  private readonly undelivered: HeldCharge[] = [];
+  private readonly held = new Set<HeldCharge>();
 
   constructor(private readonly budget: BodyBudget) {}
 
   /** Charges a message of `bytes`; false when it does not fit. */
   charge(bytes: number): boolean {
-    const give = this.budget.chargeHeld(bytes);
-    if (!give) return false;
-    const release = (): void => {
-      this.held.delete(release);
-      give();
-    };
-    this.waiting.push(release);
-    this.held.add(release);
+    const charge = this.budget.holdCharge();
+    if (!charge.grow(bytes)) return false;
+    this.undecoded.push(charge);
+    this.undelivered.push(charge);
+    this.held.add(charge);
     return true;
+  }
+
+  /** The charge of the next message grpc-js decodes (decodes are called in the order messages arrive). */
+  decoding(): HeldCharge | undefined {
+    return this.undecoded.shift();
   }
 
   /** The release of the next message delivered (charged when it arrived). */
   deliver(): (() => void) | undefined {
-    return this.waiting.shift();
+    const charge = this.undelivered.shift();
+    if (!charge) return undefined;
+    return () => {
+      this.held.delete(charge);
+      charge.release();
+    };
   }
 
   releaseAll(): void {
-    for (const release of [...this.held]) release();
-    this.waiting.length = 0;
+    for (const charge of this.held) charge.release();
+    this.held.clear();
+    this.undecoded.length = 0;
+    this.undelivered.length = 0;
   }
+}
+
+/** Bounds of the messages of one call. */
+export interface MessageLimits {
+  /** grpc-js's largest message received (grpc.max_receive_message_length; -1: none). */
+  maxMessageBytes: number;
+  /** Time a message has to arrive whole once it has begun (0: none). */
+  messageTimeoutMs: number;
+}
+
+/** The status of a message that did not arrive in time. */
+export function timeoutDetails(ms: number): string {
+  return `the request message did not arrive within ${ms / 1000} s (--http-request-timeout-secs)`;
 }
 
 /**
@@ -128,30 +141,72 @@ class CallCharges {
  * methods in `perRequest` give back each message's charge themselves (`releaseOf`); for the others
  * the call's charges go when it ends. Must be the first interceptor, so that it sees grpc-js's call.
  */
-export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<string>): ServerInterceptor {
+export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<string>, limits: MessageLimits): ServerInterceptor {
   return (method, call: ServerInterceptingCallInterface) => {
     const charges = new CallCharges(budget);
     const internals = call as unknown as CallInternals;
     const decoder = internals.decoder;
-    const framed = typeof decoder?.write === 'function' && typeof internals.stream?.once === 'function';
+    const stream = internals.stream;
+    const decompress = internals.decompressMessage;
+    const framed = typeof decoder?.write === 'function' && typeof stream?.once === 'function' && typeof decompress === 'function';
     if (framed) budgetCalls.framed++;
     else budgetCalls.whole++;
     if (framed) {
       let refused = false;
       const framing = new MessageFraming((length) => {
+        // Over the size limit: grpc-js refuses it at this prefix (RESOURCE_EXHAUSTED), uncharged.
+        if (limits.maxMessageBytes !== -1 && length > limits.maxMessageBytes) return;
         if (charges.charge(length + 5)) return;
         refused = true;
         // Thrown inside grpc-js's decoder: the call ends RESOURCE_EXHAUSTED with these words.
         throw new Error(budget.exhaustedMessage);
       });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timedMessage = 0;
+      const timedOut = (): void => {
+        refused = true;
+        charges.releaseAll();
+        // A call already ended (grpc-js refused its message at the prefix, say) whose client still
+        // holds the stream open is only reset.
+        if (!stream!.writableEnded) {
+          try {
+            call.sendStatus({ code: status.DEADLINE_EXCEEDED, details: timeoutDetails(limits.messageTimeoutMs), metadata: new Metadata() });
+          } catch {
+            // The stream went meanwhile: nothing to tell.
+          }
+        }
+        // The rest of the message is not wanted: the stream is reset, whatever the client still sends.
+        if (!stream!.closed) stream!.close?.(http2.NGHTTP2_CANCEL);
+      };
       const write = decoder!.write!.bind(decoder);
       decoder!.write = (data: Buffer) => {
         // After a refusal nothing more of the call is decoded (grpc-js stops feeding it anyway).
         if (refused) return [];
         framing.write(data);
+        if (limits.messageTimeoutMs > 0) {
+          // One timer per call, for the message under way: set when it begins, cleared once it is whole.
+          if (!framing.midMessage) {
+            clearTimeout(timer);
+            timer = undefined;
+          } else if (timer === undefined || timedMessage !== framing.begun) {
+            clearTimeout(timer);
+            timedMessage = framing.begun;
+            timer = setTimeout(timedOut, limits.messageTimeoutMs);
+          }
+        }
         return write(data);
       };
-      internals.stream!.once!('close', () => charges.releaseAll());
+      const identity = decompress!.bind(call);
+      internals.decompressMessage = (message: Buffer, encoding: string) => {
+        const charge = charges.decoding();
+        const compressed = message.length > 0 && message[0] === 1;
+        if (!compressed || !charge || (encoding !== 'gzip' && encoding !== 'deflate')) return identity(message, encoding);
+        return inflateCharged(message.subarray(5), encoding, charge, limits.maxMessageBytes, budget.exhaustedMessage);
+      };
+      stream!.once!('close', () => {
+        clearTimeout(timer);
+        charges.releaseAll();
+      });
     }
     const keepPerRequest = perRequest.has(method.path);
     return new ServerInterceptingCall(call, {
@@ -166,6 +221,7 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
                 call.sendStatus(exhaustedStatus(budget));
                 return;
               }
+              charges.decoding();
               release = charges.deliver();
             }
             if (release && keepPerRequest && typeof message === 'object' && message !== null) RELEASES.set(message, release);

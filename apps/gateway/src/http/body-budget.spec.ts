@@ -158,4 +158,38 @@ describe('BodyBudget', () => {
     large();
     expect(budget.inUse).toBe(15 * SMALL_MESSAGE_BYTES + 100);
   });
+
+  it('grows a held charge as its bytes arrive (a compressed gRPC message inflating): refused once it does not fit, unless it is all the budget holds', () => {
+    const K = 100 * 1024; // chunks over a small message, so that the reserve does not take them
+    const budget = new BodyBudget(10 * K, 5000);
+    const other = budget.holdCharge();
+    expect(other.grow(K)).toBe(true);
+    const inflating = budget.holdCharge();
+    for (let i = 0; i < 9; i++) expect(inflating.grow(K)).toBe(true);
+    // 10 K held: the next chunk does not fit while another charge holds bytes.
+    expect(inflating.grow(K)).toBe(false);
+    expect(budget.inUse).toBe(10 * K);
+    other.release();
+    // Alone, it may go past the budget (as one message or body alone may).
+    expect(inflating.grow(50 * K)).toBe(true);
+    expect(budget.holdCharge().grow(K)).toBe(false);
+    inflating.release();
+    inflating.release();
+    expect(inflating.grow(1)).toBe(false); // released: nothing more is charged to it
+    expect(budget.inUse).toBe(0);
+  });
+
+  it('lets a held charge use the reserve only while all its bytes stay within a small message', () => {
+    const budget = new BodyBudget(8 * 1024 * 1024, 5000);
+    const large = budget.chargeHeld(8 * 1024 * 1024)!;
+    const small = budget.holdCharge();
+    expect(small.grow(1000)).toBe(true);
+    expect(small.grow(SMALL_MESSAGE_BYTES - 1000)).toBe(true);
+    // A small compressed message that inflates past 64 KiB while the budget is full is refused.
+    expect(small.grow(1)).toBe(false);
+    expect(budget.inUse).toBe(8 * 1024 * 1024 + SMALL_MESSAGE_BYTES);
+    small.release();
+    large();
+    expect(budget.inUse).toBe(0);
+  });
 });

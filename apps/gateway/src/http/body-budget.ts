@@ -84,23 +84,50 @@ export class BodyBudget {
   /**
    * Charges `bytes` that are held already outside an HTTP response (a gRPC request message, see
    * grpc/message-budget.ts) if they fit now; returns the function that gives them back (once), or
-   * undefined when they do not fit. They cannot wait in line: their bytes are in memory already.
-   * A small message (up to SMALL_MESSAGE_BYTES) that does not fit is taken into a reserve of an
-   * eighth of the budget instead, so that small requests go on being served while large ones hold
-   * the budget (HTTP bodies wait in line for that); the bytes held stay within 1.125 times the limit.
+   * undefined when they do not fit (`holdCharge` with one `grow`).
    */
   chargeHeld(bytes: number): (() => void) | undefined {
-    if (this.fits(bytes)) {
-      this.used += bytes;
-      return once(() => this.release(bytes));
-    }
-    if (bytes <= SMALL_MESSAGE_BYTES && this.reserveUsed + bytes <= this.limit / 8) {
-      this.reserveUsed += bytes;
-      return once(() => {
-        this.reserveUsed -= bytes;
-      });
-    }
-    return undefined;
+    const charge = this.holdCharge();
+    return charge.grow(bytes) ? charge.release : undefined;
+  }
+
+  /**
+   * A charge of bytes held outside an HTTP response that grows as they arrive: a gRPC request
+   * message, charged at its framed length, then by what it inflates to when it is compressed
+   * (grpc/message-budget.ts). They cannot wait in line: their bytes are in memory already, so each
+   * `grow` is taken at once or refused. It fits when the budget has room, or when this charge is all
+   * the budget holds (one message may exceed the budget when nothing else is held, as one body may).
+   * A small message (all its bytes within SMALL_MESSAGE_BYTES) that does not fit is taken into a
+   * reserve of an eighth of the budget instead, so that small requests go on being served while
+   * large ones hold the budget (HTTP bodies wait in line for that); the bytes held stay within 1.125
+   * times the limit, and at most one message beyond it.
+   */
+  holdCharge(): HeldCharge {
+    let main = 0;
+    let reserve = 0;
+    let open = true;
+    return {
+      grow: (bytes: number): boolean => {
+        if (!open) return false;
+        if (this.used + bytes <= this.limit || this.used === main) {
+          main += bytes;
+          this.used += bytes;
+          return true;
+        }
+        if (main + reserve + bytes <= SMALL_MESSAGE_BYTES && this.reserveUsed + bytes <= this.limit / 8) {
+          reserve += bytes;
+          this.reserveUsed += bytes;
+          return true;
+        }
+        return false;
+      },
+      release: (): void => {
+        if (!open) return;
+        open = false;
+        this.reserveUsed -= reserve;
+        if (main > 0) this.release(main);
+      },
+    };
   }
 
   private release(bytes: number): void {
@@ -157,13 +184,12 @@ export class BodyBudget {
 /** Held messages up to this size may use the reserve when the budget is full (chargeHeld). */
 export const SMALL_MESSAGE_BYTES = 64 * 1024;
 
-function once(fn: () => void): () => void {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
+/** A charge of held bytes (BodyBudget.holdCharge). */
+export interface HeldCharge {
+  /** Charges `bytes` more if they fit now; false (nothing charged) when they do not, or after `release`. */
+  grow(bytes: number): boolean;
+  /** Gives back everything charged (once). */
+  release(): void;
 }
 
 const CHARGE = Symbol('nereid.bodyCharge');
