@@ -25,10 +25,15 @@ export interface ServeOptions {
   httpMaxConnections: number;
   /** `--http-max-inflight-body-bytes`: bytes of request bodies held at once by all HTTP requests. */
   httpMaxInflightBodyBytes: number;
+  /** `--max-output-size` (Nereid's own): bytes of output data a response carries at most, HTTP and gRPC. */
+  maxOutputSize: number;
   allowGrpc: boolean;
   grpcAddress: string;
   grpcPort: number;
-  grpcMaxMessageSize: number;
+  /** `--grpc-max-message-size`: unset, messages are received up to --http-max-input-size and sent up to INT32_MAX. */
+  grpcMaxMessageSize?: number;
+  /** `--grpc-max-connection-idle` (ms): an HTTP/2 connection without a call this long is closed (0 = never); unset: 300000. */
+  grpcMaxConnectionIdleMs?: number;
   grpcKeepalive: {
     timeMs: number;
     timeoutMs: number;
@@ -44,9 +49,9 @@ export interface ServeOptions {
   metricsPort: number;
   /** `--allow-cpu-metrics` (default true): nv_cpu_utilization and the CPU memory gauges. */
   allowCpuMetrics: boolean;
-  /** `--allow-gpu-metrics` (default true): Nereid reads no GPU, so no GPU family is ever exported. */
+  /** `--allow-gpu-metrics` (default true): the nv_gpu_* gauges, read from nvidia-smi every --metrics-interval-ms where one is on PATH. */
   allowGpuMetrics: boolean;
-  /** `--metrics-interval-ms` (default 2000): how often the polled gauges (CPU) are refreshed. */
+  /** `--metrics-interval-ms` (default 2000): how often the polled gauges (CPU, GPU) are refreshed. */
   metricsIntervalMs: number;
   /** `--metrics-config <key>=<value>` entries, in order (see libs/metrics/src/metrics-config.ts). */
   metricsConfig: string[];
@@ -99,10 +104,10 @@ export function defaultServeOptions(): ServeOptions {
     httpHeaderTimeoutSecs: 30,
     httpMaxConnections: 4096,
     httpMaxInflightBodyBytes: 32 * 1024 * 1024,
+    maxOutputSize: 2147483647,
     allowGrpc: true,
     grpcAddress: '0.0.0.0',
     grpcPort: 8001,
-    grpcMaxMessageSize: 2 ** 31 - 1,
     grpcKeepalive: {
       timeMs: 7200000,
       timeoutMs: 20000,

@@ -22,7 +22,7 @@ describe('restricted API flags', () => {
   it('refuse a group in two restrictions of one protocol at start', () => {
     const run = () => parseServeArgs([REPO, '--grpc-restricted-protocol=trace,logging:a=1', '--grpc-restricted-protocol=logging:b=2']);
     expect(run).toThrow(UsageError);
-    expect(run).toThrow('Bad option: "--grpc-restricted-protocol".\nrestricted api \'logging\' can not be specified in multiple config groups');
+    expect(run).toThrow('Bad option: "--grpc-restricted-protocol".\nrestricted protocol \'logging\' can not be specified in multiple config groups');
     expect(() => parseServeArgs([REPO, '--http-restricted-api=logging:a=1', '--grpc-restricted-protocol=logging:b=2'])).not.toThrow();
   });
 

@@ -1,4 +1,4 @@
-import { checkRestrictions, parseRestriction, type Restriction } from '@nereid/gateway';
+import { parseRestriction, type Restriction } from '@nereid/gateway';
 import { parseMetricsConfig } from '@nereid/metrics';
 import { defaultServeOptions, type ServeOptions } from './cli-options';
 import { applyTraceConfig } from './trace-config';
@@ -35,8 +35,7 @@ function port(value: string, flag: string): number {
 
 function restriction(value: string, flag: string, list: Restriction[]): void {
   try {
-    list.push(parseRestriction(value));
-    checkRestrictions(list);
+    list.push(parseRestriction(value, flag, list));
   } catch (e) {
     throw new UsageError(`Bad option: "--${flag}".\n${(e as Error).message}`);
   }
@@ -101,19 +100,40 @@ const FLAGS: Record<string, FlagSpec> = {
   'allow-http': { arg: 'bool', apply: (o, v, f) => (o.allowHttp = bool(v, f)), help: 'serve HTTP (default true)' },
   'http-address': { arg: true, apply: (o, v) => (o.httpAddress = v), help: 'HTTP bind address (default 0.0.0.0)' },
   'http-port': { arg: true, apply: (o, v, f) => (o.httpPort = port(v, f)), help: 'HTTP port (default 8000; 0 = any free port)' },
-  'http-max-input-size': { arg: true, apply: (o, v, f) => (o.httpMaxInputSize = int(v, f, 1)), help: 'largest request body in bytes (default 67108864)' },
-  'http-request-timeout-secs': { arg: true, apply: (o, v, f) => (o.httpRequestTimeoutSecs = int(v, f)), help: 'close a connection whose request has not fully arrived in this time (default 60; 0 = never)' },
-  'http-header-timeout-secs': { arg: true, apply: (o, v, f) => (o.httpHeaderTimeoutSecs = int(v, f)), help: 'close a connection whose request headers have not arrived in this time (default 30; 0 = never)' },
-  'http-max-connections': { arg: true, apply: (o, v, f) => (o.httpMaxConnections = int(v, f)), help: 'open HTTP connections at most; more are closed as they arrive (default 4096; 0 = no limit)' },
+  'http-max-input-size': {
+    arg: true,
+    apply: (o, v, f) => (o.httpMaxInputSize = int(v, f, 1)),
+    help: 'largest request body in bytes, and largest gRPC message received unless --grpc-max-message-size is set (default 67108864)',
+  },
+  'max-output-size': {
+    arg: true,
+    apply: (o, v, f) => (o.maxOutputSize = int(v, f, 1)),
+    help: "Nereid's own: most bytes of output data in one response, HTTP and gRPC, outputs to client shared memory not counted (default 2147483647)",
+  },
+  'http-request-timeout-secs': {
+    arg: true,
+    apply: (o, v, f) => (o.httpRequestTimeoutSecs = int(v, f)),
+    help: 'close a connection whose request has not fully arrived in this time; a gRPC call whose request message has not fully arrived ends DEADLINE_EXCEEDED (default 60; 0 = never)',
+  },
+  'http-header-timeout-secs': {
+    arg: true,
+    apply: (o, v, f) => (o.httpHeaderTimeoutSecs = int(v, f)),
+    help: 'close a connection whose request headers (gRPC: HTTP/2 preface) have not arrived in this time (default 30; 0 = never)',
+  },
+  'http-max-connections': {
+    arg: true,
+    apply: (o, v, f) => (o.httpMaxConnections = int(v, f)),
+    help: 'open connections at most, HTTP and gRPC together, within 3/4 of the open-file limit; more are closed as they arrive (default 4096; 0 = no limit)',
+  },
   'http-max-inflight-body-bytes': {
     arg: true,
     apply: (o, v, f) => (o.httpMaxInflightBodyBytes = int(v, f, 1)),
-    help: 'bytes of request bodies held at once by all HTTP requests; more wait, then 503 (default 67108864)',
+    help: 'bytes of request bodies and gRPC messages (inflated size included) held at once; more wait, then 503 / RESOURCE_EXHAUSTED (default 33554432)',
   },
   'allow-grpc': { arg: 'bool', apply: (o, v, f) => (o.allowGrpc = bool(v, f)), help: 'serve gRPC (default true)' },
   'grpc-address': { arg: true, apply: (o, v) => (o.grpcAddress = v), help: 'gRPC bind address (default 0.0.0.0)' },
   'grpc-port': { arg: true, apply: (o, v, f) => (o.grpcPort = port(v, f)), help: 'gRPC port (default 8001)' },
-  'grpc-max-message-size': { arg: true, apply: (o, v, f) => (o.grpcMaxMessageSize = int(v, f, 1, 2 ** 31 - 1)), help: 'largest gRPC message in bytes' },
+  'grpc-max-message-size': { arg: true, apply: (o, v, f) => (o.grpcMaxMessageSize = int(v, f, 1, 2 ** 31 - 1)), help: 'largest gRPC message in bytes, both directions (default: received up to --http-max-input-size, sent up to 2147483647)' },
   'grpc-keepalive-time': { arg: true, apply: (o, v, f) => (o.grpcKeepalive.timeMs = int(v, f)), help: 'keepalive ping period ms (default 7200000)' },
   'grpc-keepalive-timeout': { arg: true, apply: (o, v, f) => (o.grpcKeepalive.timeoutMs = int(v, f)), help: 'keepalive ack timeout ms (default 20000)' },
   'grpc-keepalive-permit-without-calls': {
@@ -128,13 +148,18 @@ const FLAGS: Record<string, FlagSpec> = {
     help: 'ms (default 300000)',
   },
   'grpc-http2-max-ping-strikes': { arg: true, apply: (o, v, f) => (o.grpcKeepalive.maxPingStrikes = int(v, f)), help: '(default 2)' },
+  'grpc-max-connection-idle': {
+    arg: true,
+    apply: (o, v, f) => (o.grpcMaxConnectionIdleMs = int(v, f)),
+    help: 'ms: close (GOAWAY) a gRPC connection without a call for this long (default 300000; 0 = never)',
+  },
   'grpc-max-connection-age': { arg: true, apply: (o, v, f) => (o.grpcMaxConnectionAgeMs = int(v, f)), help: 'ms' },
   'grpc-max-connection-age-grace': { arg: true, apply: (o, v, f) => (o.grpcMaxConnectionAgeGraceMs = int(v, f)), help: 'ms' },
   'allow-metrics': { arg: 'bool', apply: (o, v, f) => (o.allowMetrics = bool(v, f)), help: 'serve Prometheus metrics (default true)' },
   'metrics-address': { arg: true, apply: (o, v) => (o.metricsAddress = v), help: 'metrics bind address (default: --http-address)' },
   'metrics-port': { arg: true, apply: (o, v, f) => (o.metricsPort = port(v, f)), help: 'metrics port, path /metrics (default 8002)' },
   'allow-cpu-metrics': { arg: 'bool', apply: (o, v, f) => (o.allowCpuMetrics = bool(v, f)), help: 'export the CPU utilization and memory gauges (default true)' },
-  'allow-gpu-metrics': { arg: 'bool', apply: (o, v, f) => (o.allowGpuMetrics = bool(v, f)), help: 'GPU metrics (default true; Nereid reads no GPU, so none are exported)' },
+  'allow-gpu-metrics': { arg: 'bool', apply: (o, v, f) => (o.allowGpuMetrics = bool(v, f)), help: 'GPU metrics, read from nvidia-smi when one is on PATH (default true)' },
   'metrics-interval-ms': { arg: true, apply: (o, v, f) => (o.metricsIntervalMs = int(v, f, 1)), help: 'refresh interval of the polled metrics (CPU), ms (default 2000)' },
   'metrics-config': {
     arg: true,

@@ -1,7 +1,7 @@
 import type { BackendRegistry } from '@nereid/backends';
 import { ModelRepositoryManager, NereidCore, nativeHelpersOffLine, SystemSharedMemory, type InferenceCore, type LogSettings, type ResponseObserver } from '@nereid/core';
 import type { ExecutionStats, InferenceError, InferenceResponse, ResponseSink } from '@nereid/protocol';
-import { startHttpServer, startGrpcServer, TokenStore, type BodyBudget } from '@nereid/gateway';
+import { startHttpServer, startGrpcServer, TokenStore, type BodyBudget, type ConnectionBudget } from '@nereid/gateway';
 import { RemoteRepositories } from '@nereid/repository';
 import { SchedulerHost } from '@nereid/scheduler';
 import { createInMemoryTransport, type SchedulerChannel, type WorkerChannel } from '@nereid/transport';
@@ -135,7 +135,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       defaultMaxBatchSize,
       gpuCount: 0,
       allowFileOverrides: options.allowModelFileOverrides,
-      statsObserver: metrics && ((model, version) => metrics.observerFor(model, version)),
+      maxInputBytes: options.httpMaxInputSize,
+      statsObserver: metrics && ((model, version, modelMetrics) => metrics.observerFor(model, version, modelMetrics, (m) => logger.log('warn', m))),
       log: logger.log,
     },
     backends,
@@ -184,6 +185,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
     let metricsPort = -1;
     // One budget of request bytes held at once for both front doors (--http-max-inflight-body-bytes).
     let bodyBudget: BodyBudget | undefined;
+    // And one budget of open connections (--http-max-connections).
+    let connections: ConnectionBudget | undefined;
     const authTokens = options.authTokensFile ? new TokenStore(options.authTokensFile, (m) => logger.log('warn', m)) : undefined;
     if (authTokens) {
       authTokens.watch();
@@ -194,6 +197,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         host: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
+        maxOutputSize: options.maxOutputSize,
         allowClientShm: options.allowClientShm,
         sharedMemory,
         restrictedApis: options.httpRestrictedApis,
@@ -209,6 +213,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       closers.push(() => http.close());
       httpPort = http.port;
       bodyBudget = http.bodyBudget;
+      connections = http.connections;
       logger.log('info', `Started HTTPService at ${options.httpAddress}:${httpPort}`);
     }
     if (options.allowGrpc) {
@@ -216,6 +221,8 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         host: options.grpcAddress,
         port: options.grpcPort,
         maxMessageSize: options.grpcMaxMessageSize,
+        maxInputSize: options.httpMaxInputSize,
+        maxOutputSize: options.maxOutputSize,
         keepalive: options.grpcKeepalive,
         maxConnectionAgeMs: options.grpcMaxConnectionAgeMs,
         maxConnectionAgeGraceMs: options.grpcMaxConnectionAgeGraceMs,
@@ -226,6 +233,11 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
         requestLog: logger,
         bodyBudget,
         maxInflightBodyBytes: options.httpMaxInflightBodyBytes,
+        connections,
+        maxConnections: options.httpMaxConnections,
+        messageTimeoutMs: options.httpRequestTimeoutSecs * 1000,
+        prefaceTimeoutMs: options.httpHeaderTimeoutSecs * 1000,
+        maxConnectionIdleMs: options.grpcMaxConnectionIdleMs,
       });
       closers.push(() => grpc.close());
       grpcPort = grpc.port;
