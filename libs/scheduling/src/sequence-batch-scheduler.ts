@@ -77,7 +77,7 @@ export class SequenceBatchScheduler implements Scheduler {
     const utilization = Number(sb.direct?.minimum_slot_utilization ?? 0);
     this.batchers = Array.from({ length: instances }, (_v, i) =>
       sb.oldest !== undefined
-        ? new OldestSequenceBatch(i, slotsPerInstance, ctx, config)
+        ? new OldestSequenceBatch(i, ctx, config)
         : new DirectSequenceBatch(i, slotsPerInstance, ctx, delayMs, utilization),
     );
   }

@@ -34,6 +34,27 @@ describe('SequenceBatchScheduler, direct strategy', () => {
     expect(s.sequenceSlotsInUse).toBe(2);
   });
 
+  it('makes slots as sequences need them: a max_batch_size of 2^31 - 1 costs nothing up front (issue 16)', async () => {
+    // Made up front, 5 M slots took 690 MiB and 1.4 s; 2^31 - 1 (a config a repository load may carry) the process.
+    for (const oldest of [undefined, { max_candidate_sequences: 2147483647 }]) {
+      const t0 = performance.now();
+      const { ex, s, send, finish } = sequenceModel({ control_input: CONTROLS, oldest }, { max: 2147483647, instances: 2 });
+      expect(performance.now() - t0).toBeLessThan(500);
+      send('a1', 1n, { start: true });
+      send('b1', 2n, { start: true });
+      expect(s.sequenceSlotsInUse).toBe(2);
+      send('c1', 3n, { start: true, end: true });
+      await finish(0);
+      await finish(1);
+      if (ex.batches.length > 2) await finish(2);
+      expect(ex.ids().flat().filter((id) => id !== 'pad').sort()).toEqual(['a1', 'b1', 'c1']);
+      // c ended: its slot is free again and is the next one handed out (lowest first).
+      expect(s.sequenceSlotsInUse).toBe(2);
+      send('d1', 4n, { start: true });
+      expect(s.sequenceSlotsInUse).toBe(3);
+    }
+  });
+
   it('fills the slots below the highest ready one with READY=false padding rows', async () => {
     const { ex, log, send, finish } = sequenceModel({ control_input: CONTROLS }, { max: 4 });
     send('a1', 10n, { start: true });

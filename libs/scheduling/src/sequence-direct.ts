@@ -38,10 +38,11 @@ export class DirectSequenceBatch implements SequenceBatch {
     private readonly delayMs: number,
     private readonly minUtilization: number,
   ) {
-    this.queues = Array.from({ length: slotCount }, () => new Deque<SlotEntry>());
+    // Grown as slots are first used (SequenceSlots hands them out lowest first), never made up to slotCount.
+    this.queues = [];
     this.timer = new DeadlineTimer(ctx.clock, () => this.pump());
-    this.owners = new Array<SequenceKey | undefined>(slotCount).fill(undefined);
-    this.states = Array.from({ length: slotCount }, () => ({ values: undefined }));
+    this.owners = [];
+    this.states = [];
   }
 
   get pendingCount(): number {
@@ -55,6 +56,11 @@ export class DirectSequenceBatch implements SequenceBatch {
   }
 
   enqueue(slot: number, entry: SlotEntry): void {
+    while (this.queues.length <= slot) {
+      this.queues.push(new Deque<SlotEntry>());
+      this.owners.push(undefined);
+      this.states.push({ values: undefined });
+    }
     this.queues[slot].push(entry);
     if (entry === RELEASE) this.markers++;
     else this.owners[slot] = entry.item.request.sequenceId;

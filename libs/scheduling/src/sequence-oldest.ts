@@ -25,14 +25,14 @@ export class OldestSequenceBatch implements SequenceBatch {
 
   constructor(
     private readonly instance: number,
-    slotCount: number,
     private readonly ctx: SequenceBatchContext,
     config: ModelConfig,
   ) {
-    this.queues = Array.from({ length: slotCount }, () => new Deque<SlotEntry>());
-    this.inFlight = new Array<boolean>(slotCount).fill(false);
-    this.states = Array.from({ length: slotCount }, () => ({ values: undefined }));
-    this.onDone = Array.from({ length: slotCount }, (_v, slot) => () => this.next(slot));
+    // Grown as slots are first used (SequenceSlots hands them out lowest first), never made up to the slot count.
+    this.queues = [];
+    this.inFlight = [];
+    this.states = [];
+    this.onDone = [];
     const oldest = config.sequence_batching?.oldest ?? {};
     const batching: ModelConfig = {
       name: config.name,
@@ -62,6 +62,13 @@ export class OldestSequenceBatch implements SequenceBatch {
   }
 
   enqueue(slot: number, entry: SlotEntry): void {
+    while (this.queues.length <= slot) {
+      const made = this.queues.length;
+      this.queues.push(new Deque<SlotEntry>());
+      this.inFlight.push(false);
+      this.states.push({ values: undefined });
+      this.onDone.push(() => this.next(made));
+    }
     this.queues[slot].push(entry);
     if (entry === RELEASE) this.markers++;
     if (!this.inFlight[slot]) this.next(slot);
