@@ -12,6 +12,14 @@ import type { SessionInput, SessionRunner } from './session-runner';
 export const EVENT_LOOP_BUDGET_US = 300;
 
 /**
+ * The most bytes of probe input made: a model whose largest batch reads more cannot run within
+ * EVENT_LOOP_BUDGET_US (8 MiB in 300 µs is ~28 GB/s), so it is not probed and takes a worker thread.
+ * The shapes come from the config (a repository load may carry one): made unchecked, a dimension
+ * of 2^31 - 1 meant a RangeError, 10^9 float32 elements a 4 GB allocation, before the model ran once.
+ */
+export const MAX_PROBE_BYTES = 8 * 1024 * 1024;
+
+/**
  * Feeds for the largest batch the model accepts: every input the graph has (sequence controls and
  * states included, which the config does not list as inputs), shaped as the config says or, for
  * the others, as the graph says; a free dimension is the batch size when it comes first and 1
@@ -28,9 +36,13 @@ export function probeFeeds(config: ModelConfig, inputs?: readonly SessionInput[]
       })
     : [...configured.values()].map((c) => ({ name: c.name ?? '', type: configType(c), dims: configDims(c, batch) }));
   const feeds: RunTensor[] = [];
+  let bytes = 0;
   for (const { name, type, dims } of wanted) {
     if (!type) return undefined;
     const count = dims.reduce((a, b) => a * b, 1);
+    // Strings count their one character and their slot; every count is checked before anything is made.
+    bytes += count * (type === 'string' ? 9 : elementBytes(type));
+    if (!Number.isSafeInteger(count) || !(bytes <= MAX_PROBE_BYTES)) return undefined;
     const data = type === 'string' ? new Array<string>(count).fill('1') : ones(type, count);
     if (data === undefined) return undefined;
     feeds.push({ name, type, dims, data });
@@ -50,6 +62,11 @@ function configDims(input: ModelInput, batch: number): number[] {
 
 function graphDims(shape: readonly number[], batch: number): number[] {
   return shape.map((d, i) => (d >= 0 ? d : i === 0 && batch > 0 ? batch : 1));
+}
+
+function elementBytes(type: OrtType): number {
+  const Ctor = (ORT_ARRAY as Partial<Record<OrtType, { BYTES_PER_ELEMENT: number }>>)[type];
+  return Ctor?.BYTES_PER_ELEMENT ?? 1;
 }
 
 function ones(type: Exclude<OrtType, 'string'>, count: number): RunTensor['data'] | undefined {
