@@ -9,3 +9,4 @@ export * from './api-groups';
 export { ApiGuard, checkRestrictions, parseRestriction, type Restriction } from './restrictions';
 export { parseTokensFile, TokenStore, type TokenVerdict } from './auth-tokens';
 export * from './distributed';
+export { checkOutputSize, DEFAULT_MAX_OUTPUT_SIZE } from './output-size';
