@@ -181,14 +181,19 @@ describe('start-up checks, as Triton (ParseGenericConfigOption)', () => {
     expect(grpcError?.message).toContain("--grpc-restricted-protocol option format is '<config name>:<setting>=<value>'. Got logging:k=");
   });
 
-  it('the built CLI exits at once on --http-restricted-api=logging:k= with Triton\'s words', async () => {
+  // The cases of Triton's qa scripts for these flags: the server must not start, and its log holds these words.
+  it.each([
+    [['--http-restricted-api=logging:k='], "--http-restricted-api option format is '<config name>:<setting>=<value>'. Got logging:k="],
+    [['--grpc-restricted-protocol=logging:k'], "--grpc-restricted-protocol option format is '<config name>:<setting>=<value>'. Got logging:k"],
+    [['--http-restricted-api=model-repository,health:k1=v1', '--http-restricted-api=metadata,health:k2=v2'], "restricted api 'health' can not be specified in multiple config groups"],
+    [['--grpc-restricted-protocol=model-repository,health:k1=v1', '--grpc-restricted-protocol=metadata,health:k2=v2'], "restricted protocol 'health' can not be specified in multiple config groups"],
+    [['--http-restricted-api=model-reposit,health:k1=v1'], "unknown restricted api 'model-reposit'"],
+    [['--grpc-restricted-protocol=model-reposit,health:k1=v1'], "unknown restricted protocol 'model-reposit'"],
+  ])('the built CLI refuses %p at once with Triton\'s words', async (flags, words) => {
     const { args } = await loopbackPorts();
-    const r = spawnSync(process.execPath, [MAIN, 'serve', '--model-repository', makeRepository({}), ...args, '--http-restricted-api=logging:k='], {
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
+    const r = spawnSync(process.execPath, [MAIN, 'serve', '--model-repository', makeRepository({}), ...args, ...flags], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status).not.toBe(0);
     expect(r.status).not.toBeNull();
-    expect(r.stderr).toContain("--http-restricted-api option format is '<config name>:<setting>=<value>'. Got logging:k=");
+    expect(r.stderr).toContain(words);
   });
 });
