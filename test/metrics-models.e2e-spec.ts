@@ -1,0 +1,165 @@
+/**
+ * End-to-end: what a model's config and its requests make of the metrics port. A model's
+ * `model_metrics` sets its own histogram buckets (and no other model's), `--metrics-config`'s
+ * latency and batch-size buckets reach the exposition, `metric_tags` label every per-model family,
+ * failures count with Triton's reasons (REJECTED: queue timeout, CANCELED: client gone, OTHER:
+ * every ensemble failure, while the composing model keeps BACKEND), the queue depth shows the
+ * requests waiting, and the sequence slots in use follow a sequence's start and end.
+ */
+import * as http from 'node:http';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { parse, sample, type Line } from './helpers/exposition';
+import { until } from './helpers/poll';
+import { executedIds, RECORD_WAIT, recordWaitVariant } from './helpers/record-wait';
+import { getJson, makeRepository, MODELS, postJson, ROOT, startTestServer } from './helpers/server';
+
+type Server = Awaited<ReturnType<typeof startTestServer>>;
+
+const FIX = path.join(ROOT, 'test/fixtures/python');
+
+/** models/simple as model `name` of `repo`, `extra` appended to its config. */
+function simpleVariant(repo: string, name: string, extra: string): void {
+  cpSync(path.join(MODELS, 'simple'), path.join(repo, name), { recursive: true });
+  const config = readFileSync(path.join(MODELS, 'simple/config.pbtxt'), 'utf8').replace('name: "simple"', `name: "${name}"`);
+  writeFileSync(path.join(repo, name, 'config.pbtxt'), `${config}\n${extra}\n`);
+}
+
+const BUCKETS = (family: string, buckets: number[]) =>
+  `{ metric_identifier { family: "${family}" } histogram_options { buckets: [ ${buckets.join(', ')} ] } }`;
+
+describe('per-model metrics', () => {
+  let server: Server;
+  let repo: string;
+  const lines = async (): Promise<Line[]> => parse(await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text());
+  const infer = (model: string, body: unknown) => postJson(`${server.http}/v2/models/${model}/infer`, body);
+  const int32 = (name: string) => ({ name, datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) });
+  const simpleBody = { inputs: [int32('INPUT0'), int32('INPUT1')] };
+  const stats = async (model: string) => ((await getJson(`${server.http}/v2/models/${model}/stats`)).body as { model_stats: any[] }).model_stats[0];
+  const les = (ls: Line[], family: string, model: string) => ls.filter((l) => l.name === `${family}_bucket` && l.labels.model === model).map((l) => l.labels.le);
+  const failures = async (model: string) => {
+    const ls = await lines();
+    return Object.fromEntries(['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'].map((reason) => [reason, sample(ls, 'nv_inference_request_failure', { model, version: '1', reason })]));
+  };
+
+  beforeAll(async () => {
+    repo = makeRepository({
+      simple: 'models/simple',
+      accumulator: 'models/accumulator',
+      record_wait: RECORD_WAIT,
+      execute_raises: path.join(FIX, 'execute_raises'),
+      ensemble_raises: path.join(FIX, 'ensemble_raises'),
+    });
+    simpleVariant(
+      repo,
+      'simple_tuned',
+      [
+        'metric_tags { key: "team" value: "ml" }',
+        'model_metrics { metric_control [',
+        `  ${BUCKETS('nv_inference_first_response_histogram_ms', [1, 2.5, 10])},`,
+        `  ${BUCKETS('nereid_inference_request_duration_ms', [1, 2.5, 10])},`,
+        // Not a histogram: ignored with Triton's warning, the model loads.
+        `  ${BUCKETS('nv_inference_count', [1])}`,
+        '] }',
+      ].join('\n'),
+    );
+    simpleVariant(repo, 'simple_bad_buckets', `model_metrics { metric_control [ ${BUCKETS('nereid_inference_batch_size', [4, 2])} ] }`);
+    // A 500 ms queue timeout that rejects, one instance, one request per execution.
+    recordWaitVariant(repo, 'reject_wait', 1, 'dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 500000 } }');
+    server = await startTestServer({
+      modelRepositories: [repo],
+      modelControlMode: 'explicit',
+      loadModels: ['simple', 'simple_tuned', 'accumulator', 'record_wait', 'reject_wait', 'execute_raises', 'ensemble_raises'],
+      metricsConfig: ['histogram_latencies=true', 'summary_latencies=true', 'latency_buckets_ms=0.5,50', 'batch_size_buckets=1,4'],
+    });
+    for (const model of ['simple', 'simple_tuned']) for (let i = 0; i < 3; i++) expect((await infer(model, simpleBody)).status).toBe(200);
+  }, 90_000);
+  afterAll(() => server?.close());
+
+  it("gives a model the histogram buckets of its model_metrics, and no other model", async () => {
+    const ls = await lines();
+    expect(les(ls, 'nv_inference_first_response_histogram_ms', 'simple_tuned')).toEqual(['1', '2.5', '10', '+Inf']);
+    expect(les(ls, 'nereid_inference_request_duration_ms', 'simple_tuned')).toEqual(['1', '2.5', '10', '+Inf']);
+    // What model_metrics left alone keeps --metrics-config's buckets.
+    expect(les(ls, 'nereid_inference_queue_duration_ms', 'simple_tuned')).toEqual(['0.5', '50', '+Inf']);
+    expect(les(ls, 'nv_inference_first_response_histogram_ms', 'simple')).toEqual(['100', '500', '2000', '5000', '+Inf']);
+    for (const family of ['nereid_inference_request_duration_ms', 'nereid_inference_queue_duration_ms', 'nereid_inference_compute_duration_ms']) {
+      expect(les(ls, family, 'simple')).toEqual(['0.5', '50', '+Inf']);
+    }
+    for (const model of ['simple', 'simple_tuned']) {
+      expect(les(ls, 'nereid_inference_batch_size', model)).toEqual(['1', '4', '+Inf']);
+      expect(sample(ls, 'nereid_inference_request_duration_ms_count', { model })).toBe(3);
+      expect(sample(ls, 'nv_inference_first_response_histogram_ms_bucket', { model, le: '+Inf' })).toBe(3);
+    }
+  });
+
+  it('refuses to load a model whose model_metrics buckets are out of order', async () => {
+    const r = await postJson(`${server.http}/v2/repository/models/simple_bad_buckets/load`, {});
+    expect(r.status).not.toBe(200);
+    expect(r.body.error).toContain("the buckets of 'nereid_inference_batch_size' must be finite numbers in strictly increasing order, got [4, 2]");
+  });
+
+  it("labels every per-model family with the model's metric_tags", async () => {
+    const ls = (await lines()).filter((l) => l.labels.model === 'simple_tuned');
+    const families = new Set(ls.map((l) => l.name));
+    for (const f of ['nv_inference_request_success', 'nv_inference_first_response_histogram_ms_bucket', 'nereid_inference_batch_size_count', 'nv_inference_queue_summary_us']) {
+      expect(families).toContain(f);
+    }
+    expect(ls.filter((l) => l.labels._team !== 'ml')).toEqual([]);
+  });
+
+  it('counts a queue timeout as REJECTED and shows the waiting requests in the queue depth', async () => {
+    const body = (waitMs: number) => ({ inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1, 1], data: [waitMs] }] });
+    const busy = infer('reject_wait', { id: 'busy', ...body(2000) });
+    await until('the busy request to run', () => executedIds(repo, 'reject_wait').includes('busy'));
+    const waiting = [1, 2, 3].map(() => infer('reject_wait', body(0)));
+    // The busy request and the three waiting (queued, or handed ahead to the instance), until the timeout.
+    await until('the requests to wait', async () => sample(await lines(), 'nereid_inference_queue_depth', { model: 'reject_wait' }) === 4, 2_000);
+    const statuses = (await Promise.all(waiting)).map((r) => r.status);
+    expect((await busy).status).toBe(200);
+    const rejected = statuses.filter((s) => s === 503).length;
+    expect(rejected).toBeGreaterThanOrEqual(1);
+    expect(await failures('reject_wait')).toEqual({ REJECTED: rejected, CANCELED: 0, BACKEND: 0, OTHER: 0 });
+    expect((await stats('reject_wait')).inference_stats.fail.count).toBe(rejected);
+    expect(sample(await lines(), 'nereid_inference_queue_depth', { model: 'reject_wait' })).toBe(0);
+  }, 30_000);
+
+  it('counts requests whose client went away as CANCELED', async () => {
+    const send = (id: string, waitMs: number) => {
+      const payload = JSON.stringify({ id, inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [waitMs] }] });
+      const req = http.request(`${server.http}/v2/models/record_wait/infer`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+      const answer = new Promise<number>((resolve) => {
+        req.on('response', (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0)));
+        req.on('error', () => resolve(-1));
+      });
+      req.end(payload);
+      return { answer, leave: () => req.destroy() };
+    };
+    const busy = send('busy', 1000);
+    await until('the busy request to run', () => executedIds(repo, 'record_wait').includes('busy'));
+    const gone = [send('a', 0), send('b', 0)];
+    await until('both to wait', async () => sample(await lines(), 'nereid_inference_queue_depth', { model: 'record_wait' }) === 3);
+    for (const g of gone) g.leave();
+    expect(await busy.answer).toBe(200);
+    await until('the cancellations to be counted', async () => (await failures('record_wait')).CANCELED === 2);
+    expect(await failures('record_wait')).toEqual({ REJECTED: 0, CANCELED: 2, BACKEND: 0, OTHER: 0 });
+  }, 30_000);
+
+  it('counts an ensemble failure as OTHER, and its composing model failure as BACKEND', async () => {
+    const r = await infer('ensemble_raises', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [-1] }] });
+    expect(r.status).not.toBe(200);
+    expect(await failures('ensemble_raises')).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 1 });
+    expect(await failures('execute_raises')).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 1, OTHER: 0 });
+  }, 30_000);
+
+  it('shows the sequence slots in use after a sequence starts, and 0 once it ends', async () => {
+    const step = (start: boolean, end: boolean) =>
+      infer('accumulator', { parameters: { sequence_id: 42, sequence_start: start, sequence_end: end }, inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [1, 1], data: [5] }] });
+    const slots = async () => sample(await lines(), 'nereid_sequence_slots_in_use', { model: 'accumulator' });
+    expect(await slots()).toBe(0);
+    expect((await step(true, false)).status).toBe(200);
+    expect(await slots()).toBe(1);
+    expect((await step(false, true)).status).toBe(200);
+    expect(await slots()).toBe(0);
+  });
+});
