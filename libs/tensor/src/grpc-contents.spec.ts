@@ -39,6 +39,12 @@ describe('gRPC typed contents', () => {
     expect(tensorDataToContents(tensor(dt, [2], data))).toEqual(contents);
   });
 
+  it('shares one element for every empty bytes_contents entry (issue 16: a view each cost ~200 bytes for 2 on the wire)', () => {
+    const data = fromContents('BYTES', [3], { bytes_contents: [Buffer.alloc(0), Buffer.from('x'), new Uint8Array(0)] }) as Uint8Array[];
+    expect(data.map((e) => Buffer.from(e).toString())).toEqual(['', 'x', '']);
+    expect(data[0]).toBe(data[2]);
+  });
+
   it('round-trips BYTES (Buffers from proto-loader, base64 strings with bytes: String)', () => {
     const data = fromContents('BYTES', [2], { bytes_contents: [Buffer.from('ab'), 'Y2Q='] }) as Uint8Array[];
     expect(data.map((b) => Buffer.from(b).toString())).toEqual(['ab', 'cd']);
