@@ -7,7 +7,7 @@
  * requests waiting, and the sequence slots in use follow a sequence's start and end.
  */
 import * as http from 'node:http';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse, sample, type Line } from './helpers/exposition';
 import { until } from './helpers/poll';
@@ -63,6 +63,19 @@ describe('per-model metrics', () => {
         '] }',
       ].join('\n'),
     );
+    // Two versions that load together, version 2 two seconds slower (a scrape comes between).
+    const identity = readFileSync(path.join(FIX, 'identity/1/model.py'), 'utf8');
+    mkdirSync(path.join(repo, 'two_versions/1'), { recursive: true });
+    mkdirSync(path.join(repo, 'two_versions/2'), { recursive: true });
+    writeFileSync(
+      path.join(repo, 'two_versions/config.pbtxt'),
+      readFileSync(path.join(FIX, 'identity/config.pbtxt'), 'utf8').replace('name: "identity"', 'name: "two_versions"') + 'version_policy: { all {} }\n',
+    );
+    writeFileSync(path.join(repo, 'two_versions/1/model.py'), identity);
+    writeFileSync(
+      path.join(repo, 'two_versions/2/model.py'),
+      identity.replace('class TritonPythonModel:', 'class TritonPythonModel:\n    def initialize(self, args):\n        import time\n        time.sleep(2)\n'),
+    );
     simpleVariant(repo, 'simple_bad_buckets', `model_metrics { metric_control [ ${BUCKETS('nereid_inference_batch_size', [4, 2])} ] }`);
     // A 500 ms queue timeout that rejects, one instance, one request per execution.
     recordWaitVariant(repo, 'reject_wait', 1, 'dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 500000 } }');
@@ -92,6 +105,24 @@ describe('per-model metrics', () => {
       expect(sample(ls, 'nv_inference_first_response_histogram_ms_bucket', { model, le: '+Inf' })).toBe(3);
     }
   });
+
+  it('keeps the histograms of a version scraped while it loaded', async () => {
+    let loaded = false;
+    const load = postJson(`${server.http}/v2/repository/models/two_versions/load`, {}).finally(() => (loaded = true));
+    let scrapes = 0;
+    while (!loaded) {
+      await lines();
+      scrapes++;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await load).status).toBe(200);
+    expect(scrapes).toBeGreaterThan(5);
+    const body = { inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], data: [1, 2] }] };
+    for (const version of ['1', '2']) {
+      expect((await postJson(`${server.http}/v2/models/two_versions/versions/${version}/infer`, body)).status).toBe(200);
+      expect(sample(await lines(), 'nereid_inference_request_duration_ms_count', { model: 'two_versions', version })).toBe(1);
+    }
+  }, 60_000);
 
   it('refuses to load a model whose model_metrics buckets are out of order', async () => {
     const r = await postJson(`${server.http}/v2/repository/models/simple_bad_buckets/load`, {});

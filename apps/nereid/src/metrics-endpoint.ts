@@ -75,7 +75,7 @@ export function statsSourceOf(manager: ModelRepositoryManager, scheduler: Schedu
         for (const v of entry.versions.values()) {
           const rt = v.runtime;
           if (v.state !== 'READY' || !rt) continue;
-          out.push({ model: entry.name, version: String(v.version), key: rt.key, tags: rt.config.metric_tags ?? {}, counts: rt.stats, loadSecs: rt.loadSecs });
+          out.push({ model: entry.name, version: String(v.version), key: rt.key, tags: rt.config.metric_tags ?? {}, counts: rt.stats, loadSecs: rt.loadSecs, observer: rt.stats.observer });
         }
       }
       return out.sort((a, b) => a.model.localeCompare(b.model) || Number(a.version) - Number(b.version));

@@ -55,7 +55,8 @@ export class ModelStatsRecorder implements ModelCounts {
   constructor(
     readonly name: string,
     readonly version: number,
-    private readonly observer?: StatsObserver,
+    /** The metrics' observer of this version (its histograms and summaries are read from it while it is served). */
+    readonly observer?: StatsObserver,
     /** What the version's instances took when they loaded (Triton's `memory_usage`); default none. */
     private readonly memoryUsage: readonly MemoryUsage[] = [],
   ) {}

@@ -30,14 +30,14 @@ async function exposedNames(): Promise<Set<string>> {
     computeOutput: zero,
     failuresByReason: new Map(),
   };
+  const observer = metrics.observerFor('m', 1)!;
   const source: StatsSource = {
-    served: () => [{ model: 'm', version: '1', key: 'm/1', tags: {}, counts, loadSecs: 0.5 }],
+    served: () => [{ model: 'm', version: '1', key: 'm/1', tags: {}, counts, loadSecs: 0.5, observer }],
     pending: () => 0,
     inflight: () => 0,
     sequenceSlotsInUse: () => 2,
   };
   metrics.attach(source);
-  const observer = metrics.observerFor('m', 1)!;
   observer.success(1e6, 1);
   observer.execution(1e5, { inputNs: 1e4, inferNs: 1e5, outputNs: 1e4 });
   observer.batch(1);

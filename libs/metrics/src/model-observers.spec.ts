@@ -2,10 +2,19 @@ import { Registry } from 'prom-client';
 import { parseMetricsConfig } from './metrics-config';
 import { histogramBuckets, ModelMetricsError } from './model-metrics';
 import { ModelObservers } from './model-observers';
-import type { ModelCounts, ServedVersion } from './stats-port';
+import type { ModelCounts, ServedVersion, StatsObserver } from './stats-port';
 
 const counts = {} as ModelCounts;
-const served = (model: string, tags: Record<string, string> = {}): ServedVersion => ({ model, version: '1', key: `${model}/1`, tags, counts, loadSecs: 0 });
+/** Version 1 of `model` as the core serves it: READY, with the observer made when it loaded. */
+const served = (model: string, observer?: StatsObserver, tags: Record<string, string> = {}): ServedVersion => ({
+  model,
+  version: '1',
+  key: `${model}/1`,
+  tags,
+  counts,
+  loadSecs: 0,
+  observer,
+});
 const control = (family: string, buckets?: unknown[]) => ({ metric_identifier: { family }, ...(buckets && { histogram_options: { buckets } }) });
 
 describe('histogramBuckets (model_metrics)', () => {
@@ -57,9 +66,9 @@ describe('ModelObservers', () => {
   const lines = async (prefix: string) => (await registry.metrics()).split('\n').filter((l) => l.startsWith(prefix));
 
   it("uses a model's own buckets for that model only", async () => {
-    versions = [served('a'), served('b')];
     const a = observers.observerFor('a', 1, { metric_control: [control('nv_inference_first_response_histogram_ms', [1, 2.5, 10])] })!;
     const b = observers.observerFor('b', 1)!;
+    versions = [served('a', a), served('b', b)];
     a.firstResponse(2e6);
     b.firstResponse(2e6);
     expect(await lines('nv_inference_first_response_histogram_ms_bucket')).toEqual([
@@ -76,21 +85,60 @@ describe('ModelObservers', () => {
   });
 
   it('keeps counts across a reload with the same buckets, starts anew with other buckets', async () => {
-    versions = [served('a')];
     const metrics = (buckets: number[]) => ({ metric_control: [control('nereid_inference_batch_size', buckets)] });
-    observers.observerFor('a', 1, metrics([2, 4]))!.batch(3);
-    observers.observerFor('a', 1, metrics([2, 4]))!.batch(3);
+    // Each load: the observer is made while the version that serves now (if any) still serves, then it replaces it.
+    const load = (buckets: number[]): StatsObserver => {
+      const o = observers.observerFor('a', 1, metrics(buckets))!;
+      versions = [served('a', o)];
+      return o;
+    };
+    load([2, 4]).batch(3);
+    load([2, 4]).batch(3);
     expect(await lines('nereid_inference_batch_size_count')).toEqual(['nereid_inference_batch_size_count{model="a",version="1"} 2']);
-    observers.observerFor('a', 1, metrics([8]))!.batch(3);
+    load([8]).batch(3);
     expect(await lines('nereid_inference_batch_size_bucket')).toEqual([
       'nereid_inference_batch_size_bucket{model="a",version="1",le="8"} 1',
       'nereid_inference_batch_size_bucket{model="a",version="1",le="+Inf"} 1',
     ]);
   });
 
-  it("labels every histogram and summary series with the model's metric_tags, as the counters", async () => {
-    versions = [served('a', { team: 'ml' })];
+  it('shows a version that was scraped while it loaded, once it serves', async () => {
+    // Made while loading (two versions load together; a scrape comes before the slower is done).
     const a = observers.observerFor('a', 1)!;
+    expect(await lines('nereid_inference_batch_size_count')).toEqual([]);
+    versions = [served('a', a)];
+    a.batch(3);
+    expect(await lines('nereid_inference_batch_size_count')).toEqual(['nereid_inference_batch_size_count{model="a",version="1"} 1']);
+  });
+
+  it('starts anew after an unload, whether or not a scrape came between (as Triton: the unload removes the series)', async () => {
+    const first = observers.observerFor('a', 1)!;
+    versions = [served('a', first)];
+    first.batch(3);
+    first.firstResponse(1e6);
+    versions = [];
+    const again = observers.observerFor('a', 1)!;
+    versions = [served('a', again)];
+    again.batch(3);
+    expect(await lines('nereid_inference_batch_size_count')).toEqual(['nereid_inference_batch_size_count{model="a",version="1"} 1']);
+    expect(await lines('nv_inference_first_response_histogram_ms_count')).toEqual(['nv_inference_first_response_histogram_ms_count{model="a",version="1"} 0']);
+  });
+
+  it("shows only the served versions' series; an unloaded version's leave at once", async () => {
+    const a = observers.observerFor('a', 1)!;
+    const b = observers.observerFor('b', 1)!;
+    versions = [served('a', a), served('b', b)];
+    a.batch(1);
+    b.batch(1);
+    expect(await lines('nereid_inference_batch_size_count')).toHaveLength(2);
+    versions = [served('b', b)];
+    expect(await lines('nereid_inference_batch_size_count')).toEqual(['nereid_inference_batch_size_count{model="b",version="1"} 1']);
+    expect((await registry.metrics()).includes('model="a"')).toBe(false);
+  });
+
+  it("labels every histogram and summary series with the model's metric_tags, as the counters", async () => {
+    const a = observers.observerFor('a', 1)!;
+    versions = [served('a', a, { team: 'ml' })];
     a.success(1e6, 1);
     a.execution(1e5, { inputNs: 1, inferNs: 1, outputNs: 1 });
     a.batch(1);

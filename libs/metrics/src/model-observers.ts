@@ -9,28 +9,6 @@ import { modelLabels } from './triton-families';
 const NS_PER_MS = 1e6;
 const NS_PER_US = 1e3;
 
-/** The series of one family, one per model version (`model\0version`). */
-class Family<S> {
-  readonly series = new Map<string, { model: string; version: string; series: S }>();
-
-  /** `fits`: whether a version's series can go on as it is (a reload may bring other buckets). */
-  constructor(
-    private readonly make: (buckets?: readonly number[]) => S,
-    private readonly fits: (series: S, buckets?: readonly number[]) => boolean = () => true,
-  ) {}
-
-  /** The series of a model version: its counts go on across a reload, unless its buckets changed. */
-  bind(model: string, version: string, buckets?: readonly number[]): S {
-    const key = `${model}\0${version}`;
-    let entry = this.series.get(key);
-    if (!entry || !this.fits(entry.series, buckets)) {
-      entry = { model, version, series: this.make(buckets) };
-      this.series.set(key, entry);
-    }
-    return entry.series;
-  }
-}
-
 const sameBuckets = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 interface Histograms {
@@ -51,113 +29,115 @@ interface Summaries {
 /**
  * The per-request families: Triton's first-response histogram and latency summaries (when
  * `--metrics-config` enables them) and Nereid's latency and batch-size histograms (on unless
- * `nereid_histograms=false`). Each served model version gets a StatsObserver bound to its series;
- * the series of a version no longer served leave the exposition at the next scrape.
+ * `nereid_histograms=false`). Each model version gets, as it loads, a StatsObserver holding its
+ * own series; a scrape reads the series of the observers of the versions served then. So a
+ * version's series show exactly while it is served: not while it loads (nor are they lost if a
+ * scrape comes meanwhile), and they leave with its unload. As Triton's reporters, a reload (the
+ * version still serving while its replacement loads) carries the series on, unless the reload
+ * brings other buckets; a load after an unload starts anew.
  */
 export class ModelObservers {
-  private readonly families: unknown[] = [];
-  private readonly firstResponse?: Family<HistogramSeries>;
-  private readonly summaries?: Record<keyof Summaries, Family<SummarySeries>>;
-  private readonly nereid?: Record<keyof Histograms, Family<HistogramSeries>>;
+  private readonly enabled: boolean;
+  /** The default buckets of each histogram family that is on, by family name. */
+  private readonly histogramBuckets = new Map<string, readonly number[]>();
+  private readonly summariesOn: boolean;
 
   constructor(
     registry: Registry,
     settings: MetricsSettings,
     private readonly served: () => ServedVersion[],
   ) {
-    // A model's `model_metrics` may give a histogram other buckets than these (observerFor).
-    const histogram = (name: string, help: string, buckets: number[]): Family<HistogramSeries> => {
-      const family = new Family(
-        (own) => new HistogramSeries(own ?? buckets),
-        (series, own) => sameBuckets(series.upper, own ?? buckets),
-      );
-      this.families.push(family);
+    const histogram = (name: string, help: string, buckets: readonly number[], pick: (o: BoundObserver) => HistogramSeries | undefined): void => {
+      this.histogramBuckets.set(name, buckets);
       new SnapshotHistogram(name, help, registry, () =>
-        this.live(family).map(({ labels, series }) => ({ labels, buckets: series.upper, counts: series.counts, sum: series.sum, count: series.count })),
+        this.live(pick).map(({ labels, series }) => ({ labels, buckets: series.upper, counts: series.counts, sum: series.sum, count: series.count })),
       );
-      return family;
     };
     const quantiles = settings.summaryQuantiles.map((q) => q.quantile);
-    const summary = (name: string, help: string): Family<SummarySeries> => {
-      const family = new Family(() => new SummarySeries());
-      this.families.push(family);
+    const summary = (name: string, help: string, pick: (s: Summaries) => SummarySeries): void => {
       new SnapshotSummary(name, help, registry, () =>
-        this.live(family).map(({ labels, series }) => {
+        this.live((o) => o.summaries && pick(o.summaries)).map(({ labels, series }) => {
           const values = series.quantiles(quantiles);
           return { labels, sum: series.sum, count: series.count, quantiles: quantiles.map((quantile, i) => ({ quantile, value: values[i] })) };
         }),
       );
-      return family;
     };
     if (settings.histogramLatencies) {
-      this.firstResponse = histogram(FIRST_RESPONSE_HISTOGRAM, 'Duration from request to first response in milliseconds', settings.firstResponseBucketsMs);
+      histogram(FIRST_RESPONSE_HISTOGRAM, 'Duration from request to first response in milliseconds', settings.firstResponseBucketsMs, (o) => o.first);
     }
+    this.summariesOn = settings.summaryLatencies;
     if (settings.summaryLatencies) {
-      this.summaries = {
-        request: summary('nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)'),
-        queue: summary('nv_inference_queue_summary_us', 'Summary of inference queuing duration in microseconds (includes cached requests)'),
-        input: summary('nv_inference_compute_input_summary_us', 'Cumulative compute input duration in microseconds (does not include cached requests)'),
-        infer: summary('nv_inference_compute_infer_summary_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)'),
-        output: summary('nv_inference_compute_output_summary_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)'),
-      };
+      summary('nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)', (s) => s.request);
+      summary('nv_inference_queue_summary_us', 'Summary of inference queuing duration in microseconds (includes cached requests)', (s) => s.queue);
+      summary('nv_inference_compute_input_summary_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (s) => s.input);
+      summary('nv_inference_compute_infer_summary_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (s) => s.infer);
+      summary('nv_inference_compute_output_summary_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (s) => s.output);
     }
     if (settings.nereidHistograms) {
       const b = settings.latencyBucketsMs;
-      this.nereid = {
-        request: histogram(REQUEST_HISTOGRAM, 'Duration of successful inference requests, from arrival to final response, in milliseconds', b),
-        queue: histogram(QUEUE_HISTOGRAM, 'Time successful requests waited in the scheduler queue, in milliseconds', b),
-        compute: histogram(COMPUTE_HISTOGRAM, 'Compute time (input, infer and output) of successful requests, in milliseconds', b),
-        batch: histogram(BATCH_SIZE_HISTOGRAM, 'Inferences per model execution (the batch size of each execution)', settings.batchSizeBuckets),
-      };
+      histogram(REQUEST_HISTOGRAM, 'Duration of successful inference requests, from arrival to final response, in milliseconds', b, (o) => o.nereid?.request);
+      histogram(QUEUE_HISTOGRAM, 'Time successful requests waited in the scheduler queue, in milliseconds', b, (o) => o.nereid?.queue);
+      histogram(COMPUTE_HISTOGRAM, 'Compute time (input, infer and output) of successful requests, in milliseconds', b, (o) => o.nereid?.compute);
+      histogram(BATCH_SIZE_HISTOGRAM, 'Inferences per model execution (the batch size of each execution)', settings.batchSizeBuckets, (o) => o.nereid?.batch);
     }
+    this.enabled = this.histogramBuckets.size > 0 || this.summariesOn;
   }
 
   /**
    * The observer of one model version, or undefined when no per-request family is enabled.
    * `modelMetrics` (the config's `model_metrics`) sets the buckets of its histograms by family
-   * name; what Triton would ignore is ignored with a warning, buckets out of order throw.
+   * name; what Triton would ignore is ignored with a warning, buckets out of order throw. Called
+   * as the version loads: the series of the same version serving now (a reload) go on.
    */
   observerFor(model: string, version: number, modelMetrics?: unknown, warn: (message: string) => void = () => undefined): StatsObserver | undefined {
-    const buckets = histogramBuckets(model, modelMetrics, warn);
-    if (this.families.length === 0) return undefined;
+    const own = histogramBuckets(model, modelMetrics, warn);
+    if (!this.enabled) return undefined;
     const v = String(version);
-    const s = this.summaries;
-    const n = this.nereid;
+    const serving = this.served().find((s) => s.model === model && s.version === v)?.observer;
+    const prev = serving instanceof BoundObserver ? serving : undefined;
+    const histogram = (family: string, old: HistogramSeries | undefined): HistogramSeries | undefined => {
+      const defaults = this.histogramBuckets.get(family);
+      if (defaults === undefined) return undefined;
+      const buckets = own.get(family) ?? defaults;
+      return old !== undefined && sameBuckets(old.upper, buckets) ? old : new HistogramSeries(buckets);
+    };
+    const summaries = this.summariesOn
+      ? (prev?.summaries ?? { request: new SummarySeries(), queue: new SummarySeries(), input: new SummarySeries(), infer: new SummarySeries(), output: new SummarySeries() })
+      : undefined;
+    const request = histogram(REQUEST_HISTOGRAM, prev?.nereid?.request);
     return new BoundObserver(
-      this.firstResponse?.bind(model, v, buckets.get(FIRST_RESPONSE_HISTOGRAM)),
-      s && { request: s.request.bind(model, v), queue: s.queue.bind(model, v), input: s.input.bind(model, v), infer: s.infer.bind(model, v), output: s.output.bind(model, v) },
-      n && {
-        request: n.request.bind(model, v, buckets.get(REQUEST_HISTOGRAM)),
-        queue: n.queue.bind(model, v, buckets.get(QUEUE_HISTOGRAM)),
-        compute: n.compute.bind(model, v, buckets.get(COMPUTE_HISTOGRAM)),
-        batch: n.batch.bind(model, v, buckets.get(BATCH_SIZE_HISTOGRAM)),
+      histogram(FIRST_RESPONSE_HISTOGRAM, prev?.first),
+      summaries,
+      request && {
+        request,
+        queue: histogram(QUEUE_HISTOGRAM, prev?.nereid?.queue)!,
+        compute: histogram(COMPUTE_HISTOGRAM, prev?.nereid?.compute)!,
+        batch: histogram(BATCH_SIZE_HISTOGRAM, prev?.nereid?.batch)!,
       },
     );
   }
 
   /**
-   * A family's series of the versions served now, model then version order, each with the labels
-   * of Triton's per-model families (`model`, `version` and the `_<key>` labels of `metric_tags`);
-   * the series of versions no longer served are dropped.
+   * A family's series of the versions served now (in the source's order: model, then version),
+   * each with the labels of Triton's per-model families (`model`, `version` and the `_<key>`
+   * labels of `metric_tags`).
    */
-  private live<S>(family: Family<S>): { labels: Labels; series: S }[] {
-    const served = new Map(this.served().map((v) => [`${v.model}\0${v.version}`, v]));
-    const out: { labels: Labels; series: S; model: string; version: string }[] = [];
-    for (const [key, entry] of [...family.series]) {
-      const v = served.get(key);
-      if (v === undefined) family.series.delete(key);
-      else out.push({ labels: modelLabels(v), series: entry.series, model: entry.model, version: entry.version });
+  private live<S>(pick: (o: BoundObserver) => S | undefined): { labels: Labels; series: S }[] {
+    const out: { labels: Labels; series: S }[] = [];
+    for (const v of this.served()) {
+      const series = v.observer instanceof BoundObserver ? pick(v.observer) : undefined;
+      if (series !== undefined) out.push({ labels: modelLabels(v), series });
     }
-    return out.sort((a, b) => a.model.localeCompare(b.model) || Number(a.version) - Number(b.version));
+    return out;
   }
 }
 
 /** One model version's observer: every series bound once, nothing looked up per request. */
 class BoundObserver implements StatsObserver {
   constructor(
-    private readonly first: HistogramSeries | undefined,
-    private readonly summaries: Summaries | undefined,
-    private readonly nereid: Histograms | undefined,
+    readonly first: HistogramSeries | undefined,
+    readonly summaries: Summaries | undefined,
+    readonly nereid: Histograms | undefined,
   ) {}
 
   success(requestNs: number): void {

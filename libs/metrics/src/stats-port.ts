@@ -44,6 +44,11 @@ export interface ServedVersion {
   counts: ModelCounts;
   /** How long the load took, in seconds. */
   loadSecs: number;
+  /**
+   * The observer the StatsObserverFactory made for this version as it loaded: its histograms and
+   * summaries are read from it, so they show exactly while the version is served.
+   */
+  observer?: StatsObserver;
 }
 
 /** Where the metrics read the served models at each scrape. */
