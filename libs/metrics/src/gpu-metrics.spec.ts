@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { Registry } from 'prom-client';
 import { GpuMetrics, parseNvidiaSmi } from './gpu-metrics';
 
@@ -62,5 +65,53 @@ describe('GpuMetrics', () => {
     fail = true;
     await gpu.poll();
     expect(await lines(registry)).toContain('nv_gpu_utilization{gpu_uuid="GPU-a"} 0.5');
+  });
+});
+
+describe('GpuMetrics with a real nvidia-smi process', () => {
+  const dirs: string[] = [];
+  const pids: number[] = [];
+  const path0 = process.env.PATH;
+  afterEach(() => {
+    process.env.PATH = path0;
+    for (const pid of pids.splice(0)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('kills a reading still running when it stops (shutdown leaves no nvidia-smi behind)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'nereid-gpu-'));
+    dirs.push(dir);
+    const pidFile = path.join(dir, 'pid');
+    // A hanging nvidia-smi: notes its pid, then sleeps (exec: the pid is the sleeping process's).
+    writeFileSync(path.join(dir, 'nvidia-smi'), `#!/bin/sh\necho $$ > ${pidFile}\nexec sleep 30\n`, { mode: 0o755 });
+    process.env.PATH = `${dir}${path.delimiter}${path0}`;
+    const gpu = new GpuMetrics(new Registry());
+    gpu.start(60_000);
+    const started = Date.now();
+    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8').trim() === '') {
+      if (Date.now() - started > 5_000) throw new Error('the fake nvidia-smi did not start');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    pids.push(pid);
+    expect(alive(pid)).toBe(true);
+    gpu.stop();
+    const stopped = Date.now();
+    while (alive(pid) && Date.now() - stopped < 2_000) await new Promise((r) => setTimeout(r, 20));
+    expect(alive(pid)).toBe(false);
   });
 });

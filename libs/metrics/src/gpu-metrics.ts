@@ -38,13 +38,24 @@ export function parseNvidiaSmi(text: string): GpuReading[] {
   return out;
 }
 
-/** Runs nvidia-smi: its output, or an error (`code` ENOENT when there is none on PATH). */
-export type NvidiaSmi = () => Promise<string>;
+/**
+ * Runs nvidia-smi: its output, or an error (`code` ENOENT when there is none on PATH). `signal`
+ * aborted: the reading is given up and the process killed.
+ */
+export type NvidiaSmi = (signal: AbortSignal) => Promise<string>;
 
-const runNvidiaSmi: NvidiaSmi = () =>
+/** The longest a reading may take; the process is killed then (a hung driver call). */
+const READ_TIMEOUT_MS = 10_000;
+
+const runNvidiaSmi: NvidiaSmi = (signal) =>
   new Promise((resolve, reject) => {
     // PATH read when asked (env given explicitly: the lookup uses this process's PATH as it is now).
-    execFile('nvidia-smi', NVIDIA_SMI_ARGS, { env: process.env, timeout: 10_000, windowsHide: true }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+    execFile(
+      'nvidia-smi',
+      NVIDIA_SMI_ARGS,
+      { env: process.env, timeout: READ_TIMEOUT_MS, killSignal: 'SIGKILL', signal, windowsHide: true },
+      (err, stdout) => (err ? reject(err) : resolve(stdout)),
+    );
   });
 
 interface GpuFamilies {
@@ -68,7 +79,8 @@ export class GpuMetrics {
   private families?: GpuFamilies;
   private readonly lastEnergy = new Map<string, number>();
   private timer?: NodeJS.Timeout;
-  private polling = false;
+  /** The reading running now: stop() aborts it (no nvidia-smi outlives the server). */
+  private reading?: AbortController;
   private gone = false;
 
   constructor(
@@ -85,17 +97,20 @@ export class GpuMetrics {
     this.timer.unref();
   }
 
+  /** Stops polling, and kills the reading running now if any. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    this.reading?.abort();
   }
 
   /** One reading (skipped while the last one still runs). */
   async poll(): Promise<void> {
-    if (this.polling || this.gone) return;
-    this.polling = true;
+    if (this.reading !== undefined || this.gone) return;
+    const reading = (this.reading = new AbortController());
     try {
-      this.record(parseNvidiaSmi(await this.nvidiaSmi()));
+      const text = await this.nvidiaSmi(reading.signal);
+      if (!reading.signal.aborted) this.record(parseNvidiaSmi(text));
     } catch (e) {
       // No nvidia-smi: no GPU metrics, for good. Any other failure (a driver hiccup) keeps the last values.
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
@@ -103,7 +118,7 @@ export class GpuMetrics {
         this.stop();
       }
     } finally {
-      this.polling = false;
+      if (this.reading === reading) this.reading = undefined;
     }
   }
 
