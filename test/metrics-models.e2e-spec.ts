@@ -49,7 +49,16 @@ describe('per-model metrics', () => {
       record_wait: RECORD_WAIT,
       execute_raises: path.join(FIX, 'execute_raises'),
       ensemble_raises: path.join(FIX, 'ensemble_raises'),
+      ensemble_wait: path.join(FIX, 'ensemble_wait'),
     });
+    // An ensemble whose one step is the ensemble ensemble_raises.
+    mkdirSync(path.join(repo, 'outer_raises/1'), { recursive: true });
+    writeFileSync(
+      path.join(repo, 'outer_raises/config.pbtxt'),
+      readFileSync(path.join(FIX, 'ensemble_raises/config.pbtxt'), 'utf8')
+        .replace('name: "ensemble_raises"', 'name: "outer_raises"')
+        .replace(/step \[[\s\S]*\]\s*\}\s*$/, 'step [ { model_name: "ensemble_raises" input_map { key: "IN" value: "IN" } output_map { key: "OUT" value: "OUT" } } ] }\n'),
+    );
     simpleVariant(
       repo,
       'simple_tuned',
@@ -82,7 +91,7 @@ describe('per-model metrics', () => {
     server = await startTestServer({
       modelRepositories: [repo],
       modelControlMode: 'explicit',
-      loadModels: ['simple', 'simple_tuned', 'accumulator', 'record_wait', 'reject_wait', 'execute_raises', 'ensemble_raises'],
+      loadModels: ['simple', 'simple_tuned', 'accumulator', 'record_wait', 'reject_wait', 'execute_raises', 'ensemble_raises', 'outer_raises', 'ensemble_wait'],
       metricsConfig: ['histogram_latencies=true', 'summary_latencies=true', 'latency_buckets_ms=0.5,50', 'batch_size_buckets=1,4'],
     });
     for (const model of ['simple', 'simple_tuned']) for (let i = 0; i < 3; i++) expect((await infer(model, simpleBody)).status).toBe(200);
@@ -181,6 +190,29 @@ describe('per-model metrics', () => {
     expect(r.status).not.toBe(200);
     expect(await failures('ensemble_raises')).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 1 });
     expect(await failures('execute_raises')).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 1, OTHER: 0 });
+  }, 30_000);
+
+  it('counts OTHER in each ensemble of a nested ensemble, and in an ensemble whose client went away', async () => {
+    const [outer, inner, step] = [await failures('outer_raises'), await failures('ensemble_raises'), await failures('execute_raises')];
+    const r = await infer('outer_raises', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1], data: [-1] }] });
+    expect(r.status).not.toBe(200);
+    expect(await failures('outer_raises')).toEqual({ ...outer, OTHER: outer.OTHER + 1 });
+    expect(await failures('ensemble_raises')).toEqual({ ...inner, OTHER: inner.OTHER + 1 });
+    expect(await failures('execute_raises')).toEqual({ ...step, BACKEND: step.BACKEND + 1 });
+
+    // record_wait busy for 1 s; the ensemble's step waits in its queue when the client leaves.
+    const [ensemble, waited] = [await failures('ensemble_wait'), await failures('record_wait')];
+    const busy = infer('record_wait', { id: 'busy-2', inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [1000] }] });
+    await until('the busy request to run', () => executedIds(repo, 'record_wait').includes('busy-2'));
+    const req = http.request(`${server.http}/v2/models/ensemble_wait/infer`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ inputs: [{ name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [0] }] }));
+    await until('the step to wait', async () => sample(await lines(), 'nereid_inference_queue_depth', { model: 'record_wait' }) === 2);
+    req.destroy();
+    expect((await busy).status).toBe(200);
+    await until('the cancellation to be counted', async () => (await failures('ensemble_wait')).OTHER === ensemble.OTHER + 1);
+    expect(await failures('ensemble_wait')).toEqual({ ...ensemble, OTHER: ensemble.OTHER + 1 });
+    expect(await failures('record_wait')).toEqual({ ...waited, CANCELED: waited.CANCELED + 1 });
   }, 30_000);
 
   it('shows the sequence slots in use after a sequence starts, and 0 once it ends', async () => {
