@@ -153,6 +153,15 @@ describe('metrics on the metrics port', () => {
     expect(sample(parse(await scrape()), 'nereid_python_stub_restarts_total', { model: 'crash', version: '1' })).toBe(1);
   });
 
+  it("drops a model's stub restarts when it unloads; a new load starts from none", async () => {
+    expect((await postJson(`${server.http}/v2/repository/models/crash/unload`, {})).status).toBe(200);
+    expect(await scrape()).not.toContain('model="crash"');
+    expect((await postJson(`${server.http}/v2/repository/models/crash/load`, {})).status).toBe(200);
+    const lines = parse(await scrape());
+    expect(sample(lines, 'nv_inference_request_success', { model: 'crash', version: '1' })).toBe(0);
+    expect(lines.filter((l) => l.name === 'nereid_python_stub_restarts_total' && l.labels.model === 'crash')).toEqual([]);
+  }, 60_000);
+
   it('exports the CPU gauges, and nothing GPU where no nvidia-smi is on PATH', async () => {
     const lines = parse(await scrape());
     const util = sample(lines, 'nv_cpu_utilization', {});

@@ -87,13 +87,12 @@ describe('CustomMetrics (python models’ MetricFamily / Metric)', () => {
     expect(() => custom.value('shared', { k: 'v' })).toThrow("metric family 'shared' does not exist (it has been deleted)");
   });
 
-  it('counts stub restarts per model version', () => {
+  it('counts stub restarts per model version, until the version loads anew', () => {
     custom.stubRestarted('m', 1);
     custom.stubRestarted('m', 1);
     custom.stubRestarted('n', 2);
-    expect(custom.stubRestartSamples()).toEqual([
-      { labels: { model: 'm', version: '1' }, value: 2 },
-      { labels: { model: 'n', version: '2' }, value: 1 },
-    ]);
+    expect([custom.stubRestarts('m', '1'), custom.stubRestarts('n', '2'), custom.stubRestarts('m', '2')]).toEqual([2, 1, 0]);
+    custom.clearStubRestarts('m', '1');
+    expect([custom.stubRestarts('m', '1'), custom.stubRestarts('n', '2')]).toEqual([0, 1]);
   });
 });

@@ -62,7 +62,8 @@ function unhold(holders: Map<object, number>, owner: object, all = false): boole
  */
 export class CustomMetrics implements CustomMetricsPort {
   private readonly families = new Map<string, CustomFamily>();
-  private readonly restarts = new Map<string, { model: string; version: string; count: number }>();
+  /** Stub restarts by `model\0version`, since the version last loaded anew (clearStubRestarts). */
+  private readonly restarts = new Map<string, number>();
 
   constructor(
     private readonly registry: Registry,
@@ -150,15 +151,21 @@ export class CustomMetrics implements CustomMetricsPort {
   }
 
   stubRestarted(model: string, version: number): void {
-    const key = `${model}/${version}`;
-    const entry = this.restarts.get(key) ?? { model, version: String(version), count: 0 };
-    entry.count += 1;
-    this.restarts.set(key, entry);
+    const key = `${model}\0${version}`;
+    this.restarts.set(key, (this.restarts.get(key) ?? 0) + 1);
   }
 
-  /** Stub restarts per model version (`nereid_python_stub_restarts_total`). */
-  stubRestartSamples(): Sample[] {
-    return [...this.restarts.values()].map((r) => ({ labels: { model: r.model, version: r.version }, value: r.count }));
+  /**
+   * The stub restarts of a model version (`nereid_python_stub_restarts_total`, exported for the
+   * versions served only, with their labels): those since it last loaded anew.
+   */
+  stubRestarts(model: string, version: string): number {
+    return this.restarts.get(`${model}\0${version}`) ?? 0;
+  }
+
+  /** A version loads anew (not a reload of the same version while it serves): its count starts from none. */
+  clearStubRestarts(model: string, version: string): void {
+    this.restarts.delete(`${model}\0${version}`);
   }
 
   private removeFamily(family: CustomFamily): void {

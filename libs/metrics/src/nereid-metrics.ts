@@ -60,7 +60,15 @@ export class NereidMetrics {
           return n === undefined ? [] : [{ labels: modelLabels(v), value: n }];
         }),
       );
-      new SnapshotCounter('nereid_python_stub_restarts_total', 'Python stub processes that died and were restarted', this.registry, () => this.custom.stubRestartSamples());
+      new SnapshotCounter(
+        'nereid_python_stub_restarts_total',
+        'Python stub processes that died and were restarted',
+        this.registry,
+        each((v) => {
+          const n = this.custom.stubRestarts(v.model, v.version);
+          return n > 0 ? [{ labels: modelLabels(v), value: n }] : [];
+        }),
+      );
     }
     if (options.cpu) this.cpu = new CpuMetrics(this.registry);
     if (options.gpu) this.gpu = new GpuMetrics(this.registry);
@@ -77,7 +85,13 @@ export class NereidMetrics {
    * ignored, and buckets that cannot be used throw (ModelMetricsError: the load fails).
    */
   observerFor(model: string, version: number, modelMetrics?: unknown, warn?: (message: string) => void): StatsObserver | undefined {
-    return this.observers.observerFor(model, version, modelMetrics, warn);
+    const observer = this.observers.observerFor(model, version, modelMetrics, warn);
+    // As the histograms: a load of a version that does not serve now (a first load, or after an
+    // unload) starts its stub restarts from none; a reload carries them on. (A restart during
+    // this load's warmup is not counted then.)
+    const v = String(version);
+    if (!this.source?.served().some((s) => s.model === model && s.version === v)) this.custom.clearStubRestarts(model, v);
+    return observer;
   }
 
   start(): void {
