@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Registry } from 'prom-client';
-import { GpuMetrics, parseNvidiaSmi } from './gpu-metrics';
+import { GPU_FAIL_THRESHOLD, GpuMetrics, parseNvidiaSmi } from './gpu-metrics';
 
 describe('parseNvidiaSmi', () => {
   it("reads one GPU a line, what the tool cannot give as undefined", () => {
@@ -52,6 +52,21 @@ describe('GpuMetrics', () => {
     await gpu.poll();
     expect(calls).toBe(1);
     expect(await registry.metrics()).toBe('\n');
+  });
+
+  it('gives up after GPU_FAIL_THRESHOLD readings failed in a row (as Triton stops polling a failing field); a good one in between resets the count', async () => {
+    const registry = new Registry();
+    const results = [false, false, true, false, false, false, true];
+    let calls = 0;
+    const gpu = new GpuMetrics(registry, async () => {
+      if (!results[calls++]) throw Object.assign(new Error('NVIDIA-SMI has failed'), { code: 9 });
+      return 'GPU-a, 50, 1, 1, 1, 1, 1\n';
+    });
+    for (let i = 0; i < results.length; i++) await gpu.poll();
+    expect(GPU_FAIL_THRESHOLD).toBe(3);
+    expect(calls).toBe(6);
+    // The last values stay exported.
+    expect(await lines(registry)).toContain('nv_gpu_utilization{gpu_uuid="GPU-a"} 0.5');
   });
 
   it('keeps the last values when a reading fails', async () => {

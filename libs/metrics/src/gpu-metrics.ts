@@ -44,6 +44,13 @@ export function parseNvidiaSmi(text: string): GpuReading[] {
  */
 export type NvidiaSmi = (signal: AbortSignal) => Promise<string>;
 
+/**
+ * Readings that fail in a row (an error exit, a timeout) before the poller gives up for good, as
+ * Triton stops polling a DCGM field after 3 failures in a row (metrics.h `fail_threshold_`): a
+ * broken driver costs a few runs of nvidia-smi, not one every interval forever.
+ */
+export const GPU_FAIL_THRESHOLD = 3;
+
 /** The longest a reading may take; the process is killed then (a hung driver call). */
 const READ_TIMEOUT_MS = 10_000;
 
@@ -82,13 +89,15 @@ export class GpuMetrics {
   /** The reading running now: stop() aborts it (no nvidia-smi outlives the server). */
   private reading?: AbortController;
   private gone = false;
+  /** Readings failed since the last good one. */
+  private failures = 0;
 
   constructor(
     private readonly registry: Registry,
     private readonly nvidiaSmi: NvidiaSmi = runNvidiaSmi,
   ) {}
 
-  /** Polls now and then every `intervalMs`, until stop() or until nvidia-smi proves absent. */
+  /** Polls now and then every `intervalMs`, until stop(), or until nvidia-smi proves absent or keeps failing. */
   start(intervalMs: number): void {
     this.stop();
     if (this.gone) return;
@@ -111,9 +120,11 @@ export class GpuMetrics {
     try {
       const text = await this.nvidiaSmi(reading.signal);
       if (!reading.signal.aborted) this.record(parseNvidiaSmi(text));
+      this.failures = 0;
     } catch (e) {
-      // No nvidia-smi: no GPU metrics, for good. Any other failure (a driver hiccup) keeps the last values.
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+      // No nvidia-smi: no GPU metrics, for good. Any other failure (a driver hiccup) keeps the last
+      // values, until GPU_FAIL_THRESHOLD in a row: then the poller gives up (a stop() is no failure).
+      if (!reading.signal.aborted && ((e as NodeJS.ErrnoException).code === 'ENOENT' || ++this.failures >= GPU_FAIL_THRESHOLD)) {
         this.gone = true;
         this.stop();
       }
