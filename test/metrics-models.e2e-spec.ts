@@ -50,6 +50,8 @@ describe('per-model metrics', () => {
       execute_raises: path.join(FIX, 'execute_raises'),
       ensemble_raises: path.join(FIX, 'ensemble_raises'),
       ensemble_wait: path.join(FIX, 'ensemble_wait'),
+      trace_context: path.join(FIX, 'trace_context'),
+      ensemble_trace_context: path.join(FIX, 'ensemble_trace_context'),
     });
     // An ensemble whose one step is the ensemble ensemble_raises.
     mkdirSync(path.join(repo, 'outer_raises/1'), { recursive: true });
@@ -91,7 +93,7 @@ describe('per-model metrics', () => {
     server = await startTestServer({
       modelRepositories: [repo],
       modelControlMode: 'explicit',
-      loadModels: ['simple', 'simple_tuned', 'accumulator', 'record_wait', 'reject_wait', 'execute_raises', 'ensemble_raises', 'outer_raises', 'ensemble_wait'],
+      loadModels: ['simple', 'simple_tuned', 'accumulator', 'record_wait', 'reject_wait', 'execute_raises', 'ensemble_raises', 'outer_raises', 'ensemble_wait', 'trace_context', 'ensemble_trace_context'],
       metricsConfig: ['histogram_latencies=true', 'summary_latencies=true', 'latency_buckets_ms=0.5,50', 'batch_size_buckets=1,4'],
     });
     for (const model of ['simple', 'simple_tuned']) for (let i = 0; i < 3; i++) expect((await infer(model, simpleBody)).status).toBe(200);
@@ -213,6 +215,19 @@ describe('per-model metrics', () => {
     await until('the cancellation to be counted', async () => (await failures('ensemble_wait')).OTHER === ensemble.OTHER + 1);
     expect(await failures('ensemble_wait')).toEqual({ ...ensemble, OTHER: ensemble.OTHER + 1 });
     expect(await failures('record_wait')).toEqual({ ...waited, CANCELED: waited.CANCELED + 1 });
+  }, 30_000);
+
+  it("counts OTHER in an ensemble whose response cannot be shaped (classification of a BOOL output)", async () => {
+    const [ensemble, step] = [await failures('ensemble_trace_context'), await failures('trace_context')];
+    const r = await infer('ensemble_trace_context', {
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [1] }],
+      outputs: [{ name: 'HAS_CONTEXT', parameters: { classification: 1 } }],
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toContain("class result not available for output due to unsupported type 'BOOL'");
+    expect(await failures('ensemble_trace_context')).toEqual({ ...ensemble, OTHER: ensemble.OTHER + 1 });
+    // The step answered: its model counts no failure.
+    expect(await failures('trace_context')).toEqual(step);
   }, 30_000);
 
   it('shows the sequence slots in use after a sequence starts, and 0 once it ends', async () => {

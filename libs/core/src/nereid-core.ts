@@ -1,3 +1,4 @@
+import type { FailureReason } from '@nereid/metrics';
 import { checkModelName, type ModelConfig } from '@nereid/model-config';
 import {
   InferenceError,
@@ -376,6 +377,17 @@ function lastNamed(tensors: readonly Tensor[], name: string): Tensor | undefined
   return undefined;
 }
 
+/**
+ * The `reason` a failure counts with (nv_inference_request_failure): OTHER for an ensemble whatever
+ * the cause, as Triton's ensemble reports any failure (its composing model's own failure keeps its
+ * reason, in that model's statistics); else CANCELED, REJECTED (a queue timeout) or BACKEND, by the
+ * error's code (`undefined`: the model's answer could not be shaped, BACKEND).
+ */
+function failureReason(rt: VersionRuntime, code: InferenceError['code'] | undefined): FailureReason {
+  if (rt.config.platform === 'ensemble') return 'OTHER';
+  return code === 'CANCELLED' ? 'CANCELED' : code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
+}
+
 /** Inferences in a request: its batch dimension when the model batches, else 1. */
 function batchSizeOf(rt: VersionRuntime, request: InferenceRequest): number {
   return (rt.config.max_batch_size ?? 0) > 0 ? (request.inputs[0]?.shape[0] ?? 1) : 1;
@@ -430,7 +442,7 @@ class CoreSink implements ResponseSink {
         out = shapeResponse(rt, item.request, out);
       } catch (e) {
         this.done = true;
-        rt.stats.recordFailure(nanos(now() - item.enqueuedAt!), 'BACKEND');
+        rt.stats.recordFailure(nanos(now() - item.enqueuedAt!), failureReason(rt, undefined));
         if (this.trace !== undefined) this.traceEnd(true);
         this.observer.onError(toInferenceError(e));
         return;
@@ -496,11 +508,7 @@ class CoreSink implements ResponseSink {
   fail(error: InferenceError): void {
     if (this.done) return;
     this.done = true;
-    // Triton counts an ensemble's failures as OTHER whatever the cause (its composing model's own
-    // failure keeps its reason, in that model's statistics).
-    const reason =
-      this.rt.config.platform === 'ensemble' ? 'OTHER' : error.code === 'CANCELLED' ? 'CANCELED' : error.code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
-    this.rt.stats.recordFailure(nanos(now() - this.item.enqueuedAt!), reason);
+    this.rt.stats.recordFailure(nanos(now() - this.item.enqueuedAt!), failureReason(this.rt, error.code));
     if (this.timeline !== undefined) {
       const at = now();
       this.timeline.add(at, at, error.code === 'CANCELLED' ? 'cancel' : 'fail');
