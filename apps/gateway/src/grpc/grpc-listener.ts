@@ -60,7 +60,8 @@ function closeServer(server: net.Server): Promise<void> {
 export async function listenGrpc(grpcServer: Server, credentials: ServerCredentials, options: GrpcListenOptions): Promise<GrpcListener> {
   const injector = grpcServer.createConnectionInjector(credentials);
   const accept = (socket: net.Socket): void => {
-    if (!options.connections.admit(socket)) return;
+    // Silent (evictable when the budget is full) until its preface has come; a socket handed to grpc-js at once cannot be closed from here.
+    if (!options.connections.admit(socket, options.prefaceTimeoutMs > 0 ? PREFACE_BYTES : 0)) return;
     if (options.prefaceTimeoutMs <= 0) return injector.injectConnection(socket);
     // Held here until the preface has come: once grpc-js's HTTP/2 session owns the socket,
     // destroying the socket no longer closes the connection.
