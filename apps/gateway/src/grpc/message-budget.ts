@@ -154,8 +154,12 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
     if (framed) {
       let refused = false;
       const framing = new MessageFraming((length) => {
-        // Over the size limit: grpc-js refuses it at this prefix (RESOURCE_EXHAUSTED), uncharged.
-        if (limits.maxMessageBytes !== -1 && length > limits.maxMessageBytes) return;
+        // Over the size limit: grpc-js refuses it at this prefix (RESOURCE_EXHAUSTED), uncharged, and
+        // nothing after it is read.
+        if (limits.maxMessageBytes !== -1 && length > limits.maxMessageBytes) {
+          refused = true;
+          return;
+        }
         if (charges.charge(length + 5)) return;
         refused = true;
         // Thrown inside grpc-js's decoder: the call ends RESOURCE_EXHAUSTED with these words.
@@ -201,7 +205,13 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
         const charge = charges.decoding();
         const compressed = message.length > 0 && message[0] === 1;
         if (!compressed || !charge || (encoding !== 'gzip' && encoding !== 'deflate')) return identity(message, encoding);
-        return inflateCharged(message.subarray(5), encoding, charge, limits.maxMessageBytes, budget.exhaustedMessage);
+        return inflateCharged(message.subarray(5), encoding, charge, limits.maxMessageBytes, budget.exhaustedMessage).catch((refusal: unknown) => {
+          // grpc-js ends the call with the refusal: its charges go now, not when its client closes the
+          // stream (a client that never half-closes would hold them), and nothing more of it is read.
+          refused = true;
+          charges.releaseAll();
+          throw refusal;
+        });
       };
       stream!.once!('close', () => {
         clearTimeout(timer);
