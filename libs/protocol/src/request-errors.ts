@@ -243,6 +243,15 @@ export const HttpRequestErrors = {
 
   decompressedTooLarge: (limit: number) =>
     invalid(`Decompressed data size exceeds the maximum allowed value of ${limit} bytes. Use --http-max-input-size to increase the limit.`),
+
+  /**
+   * Nereid's own (issue 16): a request whose BYTES elements, each counted at what it costs decoded
+   * (`elementCost`, libs/tensor's BYTES_ELEMENT_COST), take it over --http-max-input-size.
+   */
+  decodedTooLarge: (size: number, elements: number, elementCost: number, limit: number) =>
+    invalid(
+      `request size of ${size} bytes with ${elements} BYTES elements (${elementCost} bytes each decoded) takes ${size + elements * elementCost} bytes, which exceeds the maximum allowed input size of ${limit} bytes. Use --http-max-input-size to increase the limit.`,
+    ),
 } as const;
 
 /** The gRPC front door's words (server src/grpc/infer_handler.cc, src/grpc/grpc_utils.cc). */
@@ -296,6 +305,16 @@ export const GrpcRequestErrors = {
 
   missingInputData: (input: string, model: string) =>
     invalid(`unable to find data for input tensor '${echo(input)}' for model '${echo(model)}' in request.`),
+
+  /**
+   * Nereid's own (issue 16): a message whose entries and elements, counted at what protobufjs and
+   * Nereid make of them (grpc/request-scan.ts), take it over the largest message received (64 MiB
+   * at least). `decoded` is what was counted when the scan stopped: at least that much.
+   */
+  decodedTooLarge: (size: number, decoded: number, limit: number) =>
+    invalid(
+      `request message size of ${size} bytes takes at least ${decoded} bytes decoded (its tensor elements, bytes entries and embedded messages counted at their decoded size), which exceeds the maximum allowed decoded message size of ${limit} bytes. Use --grpc-max-message-size (or --http-max-input-size when it is unset) to increase the limit.`,
+    ),
 
   /** Nereid's own: Triton ignores raw contents beyond the inputs that take them. */
   extraRawContents: (used: number, sent: number, model: string) =>

@@ -14,6 +14,7 @@ import { metadataHandlers } from './metadata-handlers';
 import { budgetInterceptor, countingDeserializers } from './message-budget';
 import { loadServices } from './proto-loader';
 import { repositoryHandlers } from './repository-handlers';
+import { scannedDeserializers } from './scanned-deserializers';
 import { settingsHandlers } from './settings-handlers';
 import { sharedMemoryHandlers } from './shared-memory-handlers';
 
@@ -229,7 +230,8 @@ export async function startGrpcServer(core: InferenceCore, options: GrpcServerOp
     ...(options.requestLog?.access ? [grpcAccessInterceptor(options.requestLog)] : []),
   ];
   const server = new Server({ ...channelOptionsOf(options), interceptors });
-  server.addService(countingDeserializers(services.inference), {
+  // ModelInfer messages are scanned before protobufjs decodes them (scanned-deserializers.ts).
+  server.addService(countingDeserializers(scannedDeserializers(services.inference, maxReceiveOf(options))), {
     ...metadataHandlers(core),
     ...inferHandlers(core, options.sharedMemory, options.requestLog, options.maxOutputSize),
     ...repositoryHandlers(core),

@@ -19,6 +19,7 @@ import {
   type TensorData,
 } from '@nereid/tensor';
 import { customValue, decodeRequestParameters, longValue } from './infer-parameters';
+import { refusalOf } from './scanned-deserializers';
 import { parseModelVersion } from './version';
 import type {
   WireInferInputTensor,
@@ -173,6 +174,9 @@ function decodeOutput(o: WireRequestedOutput, decoded: DecodedInferRequest, shar
  * parameters, tensor bytes); model-level validation is the core's.
  */
 export function decodeInferRequest(msg: WireModelInferRequest, sharedMemory?: SystemSharedMemory): DecodedInferRequest {
+  // A message too large decoded was never decoded (scanned-deserializers.ts): refused here.
+  const refused = refusalOf(msg);
+  if (refused) throw refused;
   const params = decodeRequestParameters(msg.parameters);
   const request = newInferenceRequest(msg.model_name, parseModelVersion(msg.model_version));
   request.id = msg.id;
