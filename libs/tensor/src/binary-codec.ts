@@ -7,6 +7,16 @@ import { bytesView, isBytesData, viewAs } from './typed';
 const LENGTH_PREFIX = 4;
 
 /**
+ * The memory one decoded BYTES element takes beyond its contents, as the front doors count it
+ * against their input limits (issue 16): a non-empty element is a Uint8Array view (of the body, or
+ * of one buffer for a JSON request's strings) and its array slot, ~104 bytes of heap measured on
+ * Node 20 (~120-140 of RSS); a JSON request's string before it adds ~24. An empty element shares one
+ * array (EMPTY_ELEMENT) but still takes its slot: counted the same, so that a count from the shape
+ * bounds the cost before anything is decoded.
+ */
+export const BYTES_ELEMENT_COST = 128;
+
+/**
  * Raw tensor bytes (binary section of an HTTP body, gRPC `raw_input_contents`, shared memory) →
  * TensorData. Fixed-width types become typed-array views over `bytes` (no copy) when aligned;
  * BYTES elements become views of their payloads.

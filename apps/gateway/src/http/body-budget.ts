@@ -82,6 +82,22 @@ export class BodyBudget {
   }
 
   /**
+   * Charges the decoded overhead of `res`'s request (its BYTES elements, http/decoded-allowance.ts)
+   * as `grow` does, and also when `res` is all the budget holds: a request whose body was taken
+   * alone (a declared body may exceed the budget then) is not refused for what its body decodes to,
+   * which --http-max-input-size bounds already.
+   */
+  growDecoded(res: ServerResponse, bytes: number): InferenceError | undefined {
+    const charged = res as ChargedResponse;
+    const own = charged[CHARGE];
+    if (own !== undefined && this.used === own.bytes) {
+      this.take(charged, bytes);
+      return undefined;
+    }
+    return this.grow(res, bytes);
+  }
+
+  /**
    * Charges `bytes` that are held already outside an HTTP response (a gRPC request message, see
    * grpc/message-budget.ts) if they fit now; returns the function that gives them back (once), or
    * undefined when they do not fit (`holdCharge` with one `grow`).

@@ -15,6 +15,7 @@ import {
 } from '@nereid/protocol';
 import { isUtf8 } from 'node:buffer';
 import {
+  BYTES_LENGTH_PREFIX,
   decodeJsonData,
   ELEMENT_SIZE,
   encodeJsonData,
@@ -28,6 +29,7 @@ import {
   type DataType,
   type Tensor,
 } from '@nereid/tensor';
+import type { DecodedAllowance } from './decoded-allowance';
 import { checkInferStructure } from './infer-dto';
 import type { CachedHeader, HeaderCache } from './header-cache';
 
@@ -235,12 +237,19 @@ export function decodeInferRequest(
   rawInputs: () => readonly RawInputInfo[] = () => [],
   sharedMemory?: SystemSharedMemory,
   cache?: HeaderCache,
+  allowance?: DecodedAllowance,
 ): DecodedInfer {
   const jsonLength = parseHeaderLength(headerLength, body.length);
   if (jsonLength === 0) return decodeRawBinary(body, model, version, rawInputs());
   if (cache !== undefined && jsonLength !== undefined) {
     const cached = cache.find(body, jsonLength);
-    if (cached !== undefined) return { request: cached.request(body, model, version), form: cached.form, cached };
+    if (cached !== undefined) {
+      const request = cached.request(body, model, version);
+      // The same shapes over a body of the same length passed the bound when the header was first
+      // decoded; its elements are charged for this request.
+      allowance?.takeDecoded(request.inputs);
+      return { request, form: cached.form, cached };
+    }
   }
   const jsonEnd = jsonLength ?? body.length;
   const { value: parsed, text } = parseJson(jsonLength === undefined ? body : body.subarray(0, jsonEnd));
@@ -258,7 +267,7 @@ export function decodeInferRequest(
   const { binaryDataOutput } = applyRequestParameters(request, params);
   const form: OutputForm = { defaultBinary: binaryDataOutput };
   try {
-    decodeInputs(json.inputs, body, jsonLength, request, form, exact, sharedMemory);
+    decodeInputs(json.inputs, body, jsonLength, request, form, exact, sharedMemory, allowance);
     if (json.outputs) request.outputs = json.outputs.map((o) => decodeOutput(o, form, sharedMemory));
   } catch (e) {
     releaseSharedMemory(form);
@@ -293,6 +302,7 @@ function decodeInputs(
   form: OutputForm,
   exact: ExactData,
   sharedMemory: SystemSharedMemory | undefined,
+  allowance: DecodedAllowance | undefined,
 ): void {
   const model = request.modelName;
   let offset = jsonLength ?? body.length;
@@ -311,6 +321,7 @@ function decodeInputs(
       // Read straight into a pooled buffer the tensor is a view of (held until the response is sent).
       const params = shmParameters(p)!;
       const bytes = useOf(form, params, sharedMemory).readInput(params.region, params.offset, params.byteSize, input.name);
+      if (datatype === 'BYTES') allowance?.takeShape(input.shape, BYTES_LENGTH_PREFIX, input.name, model);
       data = tensorDataFromBytes(datatype, input.shape, bytes, input.name, model);
     } else if (binarySize !== undefined) {
       if (typeof binarySize !== 'number' || !Number.isInteger(binarySize) || binarySize < 0) {
@@ -320,9 +331,12 @@ function decodeInputs(
       if (offset + binarySize > body.length) {
         throw Errors.unexpectedInputSize(input.name, offset + binarySize - body.length, model);
       }
+      // BYTES elements are bounded by their count before any is made (decoded-allowance.ts).
+      if (datatype === 'BYTES') allowance?.takeShape(input.shape, BYTES_LENGTH_PREFIX, input.name, model);
       data = tensorDataFromBytes(datatype, input.shape, body.subarray(offset, offset + binarySize), input.name, model);
       offset += binarySize;
     } else {
+      if (datatype === 'BYTES') allowance?.takeShape(input.shape, ELEMENT_SIZE.BYTES, input.name, model);
       data = decodeJsonData(datatype, input.shape, exact.dataOf(index, datatype, input.data), input.name, model);
     }
     request.inputs.push({ name: input.name, datatype, shape: input.shape, data });

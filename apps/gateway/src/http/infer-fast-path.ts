@@ -5,6 +5,7 @@ import { HttpRequestErrors, InferenceError, toInferenceError, type InferenceResp
 import { isReclaimable, reclaimStorage, tensorDataToBytes } from '@nereid/tensor';
 import { compress, decodeBody, HeaderedError, pickEncoding } from './body';
 import type { BodyBudget } from './body-budget';
+import { DecodedAllowance } from './decoded-allowance';
 import { HeaderCache, type CachedAnswer } from './header-cache';
 import { describe } from './http-error.filter';
 import { LazyAbort } from '../grpc/lazy-abort';
@@ -207,7 +208,10 @@ export class InferFastPath {
         throw InferenceError.unsupported("HTTP end point doesn't support models with decoupled transaction policy");
       }
       const header = req.headers['inference-header-content-length'] as string | undefined;
-      const decoded = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version), this.sharedMemory, this.headers);
+      // BYTES elements count at their decoded size against the input limit and the body budget (issue 16).
+      const charge = this.budget ? (bytes: number) => this.budget!.growDecoded(res, bytes) : undefined;
+      const allowance = new DecodedAllowance(body.length, this.maxInputSize, charge);
+      const decoded = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version), this.sharedMemory, this.headers, allowance);
       const { request, cached } = decoded;
       form = decoded.form;
       const outputForm = form;
