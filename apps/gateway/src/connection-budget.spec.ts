@@ -1,5 +1,6 @@
 import * as net from 'node:net';
 import { ConnectionBudget } from './connection-budget';
+import { freePort } from '../../../test/helpers/ports';
 
 /** A loopback server whose connections pass `budget`; it echoes nothing and keeps every socket. */
 async function serverWith(budget: ConnectionBudget): Promise<{ port: number; close(): Promise<void> }> {
@@ -11,8 +12,8 @@ async function serverWith(budget: ConnectionBudget): Promise<{ port: number; clo
     s.resume();
   });
   budget.guard(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
+  const port = await freePort();
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
   return {
     port,
     close: () => {

@@ -89,18 +89,23 @@ export async function listenGrpc(grpcServer: Server, credentials: ServerCredenti
   const servers: net.Server[] = [];
   const closeAll = (): Promise<void> => Promise.all(servers.map(closeServer)).then(() => undefined);
   let port = options.port;
-  try {
-    for (const host of await addressesOf(options.host)) {
-      const server = net.createServer(accept);
-      servers.push(server);
+  let firstError: unknown;
+  // Every address the host names, as grpc-js binds them: the server starts when one of them binds.
+  for (const host of await addressesOf(options.host)) {
+    const server = net.createServer(accept);
+    try {
       port = await listen(server, host, port);
-      // Errors of accept() (EMFILE, ENFILE: descriptors short for a moment) drop that connection; they must not end the process.
-      server.on('error', () => undefined);
+    } catch (e) {
+      firstError ??= e;
+      continue;
     }
-  } catch (e) {
-    await closeAll();
+    servers.push(server);
+    // Errors of accept() (EMFILE, ENFILE: descriptors short for a moment) drop that connection; they must not end the process.
+    server.on('error', () => undefined);
+  }
+  if (servers.length === 0) {
     injector.destroy();
-    throw e;
+    throw firstError ?? new Error(`no address to bind for '${options.host}'`);
   }
   return { port, close: closeAll };
 }
