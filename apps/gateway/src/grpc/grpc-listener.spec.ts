@@ -23,8 +23,8 @@ function unknownCall(port: number): Promise<string> {
 describe('listenGrpc', () => {
   const open: GrpcListener[] = [];
   const servers: Server[] = [];
-  async function start(host: string, port: number, connections = new ConnectionBudget(8), prefaceTimeoutMs = 300): Promise<GrpcListener> {
-    const server = new Server();
+  async function start(host: string, port: number, connections = new ConnectionBudget(8), prefaceTimeoutMs = 300, idleMs?: number): Promise<GrpcListener> {
+    const server = new Server(idleMs ? { 'grpc.max_connection_idle_ms': idleMs } : {});
     servers.push(server);
     const listener = await listenGrpc(server, ServerCredentials.createInsecure(), { host, port, connections, prefaceTimeoutMs });
     open.push(listener);
@@ -52,6 +52,17 @@ describe('listenGrpc', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     // A client that speaks goes on being served after the timeout.
     expect(await unknownCall(listener.port)).toBe(String(status.UNIMPLEMENTED));
+  });
+
+  it('lets grpc-js close an HTTP/2 connection that makes no call (grpc.max_connection_idle_ms), on connections it was handed', async () => {
+    const listener = await start('127.0.0.1', await freePort(), new ConnectionBudget(8), 5000, 300);
+    const session = http2.connect(`http://127.0.0.1:${listener.port}`);
+    session.on('error', () => undefined);
+    const goaway = new Promise((r) => session.once('goaway', r));
+    const started = Date.now();
+    await goaway;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    session.destroy();
   });
 
   it('fails to start when the port is taken', async () => {
