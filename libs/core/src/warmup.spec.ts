@@ -75,6 +75,43 @@ describe('buildWarmupSamples: sizes a sample before it allocates it', () => {
     expect((await failure(buildWarmupSamples(shape, folder))).message).toContain("unexpected shape for input 'INPUT0' for model 'simple'. Expected [-1,16], got [1,8]");
   });
 
+  it("passes inputs the model's config does not declare (sequence controls, states) unchecked, as Triton's override inputs", async () => {
+    // Triton's GenerateWarmupData adds a sample input the config does not list (START, READY,
+    // CORRID, an implicit state) as an override input after PrepareForInference: it is not
+    // validated as a request input. A stateful model's warmup supplies them for the backend.
+    const model: ModelConfig = {
+      name: 'seq',
+      max_batch_size: 4,
+      input: [{ name: 'INPUT', data_type: 'TYPE_INT32', dims: [1] }],
+      sequence_batching: {
+        control_input: [
+          { name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', int32_false_true: [0, 1] }] },
+          { name: 'READY', control: [{ kind: 'CONTROL_SEQUENCE_READY', int32_false_true: [0, 1] }] },
+        ],
+      },
+      model_warmup: [
+        {
+          name: 'w',
+          batch_size: 2,
+          inputs: {
+            INPUT: { data_type: 'TYPE_INT32', dims: [1], zero_data: true },
+            START: { data_type: 'TYPE_INT32', dims: [1], zero_data: true },
+            READY: { data_type: 'TYPE_INT32', dims: [1], zero_data: true },
+          },
+        },
+      ],
+    };
+    const [sample] = await buildWarmupSamples(model, folder);
+    expect(sample.inputs.map((t) => [t.name, t.shape])).toEqual([
+      ['INPUT', [2, 1]],
+      ['START', [2, 1]],
+      ['READY', [2, 1]],
+    ]);
+    // The inputs the config declares are still checked, and still all required.
+    const missing: ModelConfig = { ...model, model_warmup: [{ name: 'w', batch_size: 1, inputs: { START: model.model_warmup![0].inputs!.START } }] };
+    expect((await failure(buildWarmupSamples(missing, folder))).message).toContain("expected 1 inputs but got 0 inputs for model 'seq'");
+  });
+
   it('sizes an input_data_file before reading it', async () => {
     fs.writeFileSync(path.join(folder, 'warmup', 'four.bin'), Buffer.from(Float32Array.of(1, 2, 3, 4).buffer));
     const file = (dims: number[]): ModelWarmupInput => ({ data_type: 'TYPE_FP32', dims, input_data_file: 'four.bin' });

@@ -180,10 +180,12 @@ async function sampleInputs(config: ModelConfig, sample: ModelWarmup, modelDir: 
   }
   // Checked against the model's inputs as a request is (Triton's warmup requests go through
   // PrepareForInference): names, datatypes and shapes need no data, so a sample the model would
-  // refuse is refused before its data is made.
+  // refuse is refused before its data is made. An input the config does not declare (a sequence
+  // control, an implicit state) is one of Triton's override inputs, added after that check.
+  const io = modelIo(config);
   const skeleton = newInferenceRequest(model, -1);
-  skeleton.inputs = planned.map(({ name, datatype, shape }) => ({ name, datatype, shape, data: NO_DATA }));
-  validateRequest(skeleton, config, modelIo(config));
+  skeleton.inputs = planned.filter(({ name }) => io.inputs.has(name)).map(({ name, datatype, shape }) => ({ name, datatype, shape, data: NO_DATA }));
+  validateRequest(skeleton, config, io);
   const tensors: Tensor[] = [];
   for (const { name, input, datatype, dims, shape } of planned) {
     const one = await inputData(config, sample, name, input, datatype, dims, modelDir, { budget, batchSize, shape });
