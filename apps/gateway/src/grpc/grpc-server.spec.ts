@@ -1,6 +1,13 @@
-import { channelOptionsOf, DEFAULT_MAX_CONNECTION_IDLE_MS, DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_MAX_RECEIVE_SIZE, maxReceiveOf } from './grpc-server';
+import {
+  channelOptionsOf,
+  DEFAULT_MAX_CONNECTION_IDLE_MS,
+  DEFAULT_MAX_MESSAGE_SIZE,
+  DEFAULT_MAX_RECEIVE_SIZE,
+  maxReceiveOf,
+  type GrpcServerOptions,
+} from './grpc-server';
 
-const base = { host: '127.0.0.1', port: 0 };
+const base: GrpcServerOptions = { host: '127.0.0.1', port: 0 };
 
 describe('gRPC server channel options', () => {
   it('receives messages up to --http-max-input-size unless --grpc-max-message-size is set, and sends up to INT32_MAX (issue 16: it received INT32_MAX, and inflated gzip up to it)', () => {
