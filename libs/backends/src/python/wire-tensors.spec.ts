@@ -50,7 +50,13 @@ describe("decoding the stub's descriptors: sized against the bytes before anythi
       const desc = (length: number, shape: number[]): WireTensor => ['F', 'FP32', shape, length, file];
       expect((await decodeTensors([desc(8, [2])], Buffer.alloc(0), shm))[0].data).toEqual(Float32Array.of(1, 2));
       // 1 TiB claimed: a RangeError (or a huge buffer) before; now the file's size decides.
-      await expect(decodeTensors([desc(2 ** 40, [2 ** 38])], Buffer.alloc(0), shm)).rejects.toThrow(`shared-memory file '${file}' is shorter than 1099511627776 bytes`);
+      await expect(decodeTensors([desc(2 ** 40, [2 ** 38])], Buffer.alloc(0), shm)).rejects.toThrow("the shared-memory file of tensor 'F' is shorter than 1099511627776 bytes");
+      // The errors reach the client: they name the tensor, never the stub's shm file (its prefix).
+      for (const bad of [desc(2 ** 40, [2 ** 38]), desc(-1, [2]), ['F', 'FP32', [2], 8, path.join(dir, 'elsewhere')] as WireTensor]) {
+        const e = await decodeTensors([bad], Buffer.alloc(0), shm).then(() => undefined, (err: Error) => err);
+        expect(e?.message).toContain("tensor 'F'");
+        expect(e?.message).not.toContain(dir);
+      }
       await expect(decodeTensors([desc(-1, [2])], Buffer.alloc(0), shm)).rejects.toThrow('python stub sent a bad byte length');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -115,9 +115,11 @@ export async function decodeTensors(
     descs.map(async (d) => {
       const file = d[4];
       if (typeof file !== 'string') return decodeInlineTensors([d], blob, inputs)[0];
-      if (!file.startsWith(path.join(shm.dir, shm.prefix))) throw InferenceError.internal(`python stub named a file outside its shared-memory folder: '${file}'`);
+      // Errors name the tensor, never the file: its name holds the stub's shared-memory prefix,
+      // which a client must not learn (the chain of Triton's 2025 python-backend advisory).
+      if (!file.startsWith(path.join(shm.dir, shm.prefix))) throw InferenceError.internal(`python stub named a file outside its shared-memory folder for tensor '${d[0]}'`);
       try {
-        return toTensor(d, await readWhole(file, d[3]));
+        return toTensor(d, await readWhole(file, d[3], d[0]));
       } finally {
         shm.released.push(file);
       }
@@ -136,17 +138,17 @@ function aliasOf(d: WireTensor, index: number, inputs: readonly Tensor[]): Tenso
  * the file before anything is allocated, so that the server never allocates more than the stub has
  * already written (a descriptor claiming 2^40 bytes would otherwise be a RangeError or a huge buffer).
  */
-async function readWhole(file: string, length: number): Promise<Uint8Array> {
-  if (!Number.isSafeInteger(length) || length < 0) throw InferenceError.internal(`python stub sent a bad byte length for shared-memory file '${file}'`);
+async function readWhole(file: string, length: number, tensor: string): Promise<Uint8Array> {
+  if (!Number.isSafeInteger(length) || length < 0) throw InferenceError.internal(`python stub sent a bad byte length for tensor '${tensor}'`);
   const handle = await fsp.open(file, 'r');
   try {
     const { size } = await handle.stat();
-    if (size < length) throw InferenceError.internal(`shared-memory file '${file}' is shorter than ${length} bytes`);
+    if (size < length) throw InferenceError.internal(`the shared-memory file of tensor '${tensor}' is shorter than ${length} bytes`);
     const out = new Uint8Array(length);
     let done = 0;
     while (done < length) {
       const { bytesRead } = await handle.read(out, done, length - done, done);
-      if (bytesRead === 0) throw InferenceError.internal(`shared-memory file '${file}' is shorter than ${length} bytes`);
+      if (bytesRead === 0) throw InferenceError.internal(`the shared-memory file of tensor '${tensor}' is shorter than ${length} bytes`);
       done += bytesRead;
     }
     return out;
