@@ -10,6 +10,7 @@ import { constants as http2 } from 'node:http2';
 import type { BodyBudget, HeldCharge } from '../http/body-budget';
 import { MessageFraming } from './message-framing';
 import { inflateCharged } from './message-inflate';
+import { decodedCostOf, INFER_METHOD_PATHS } from './scanned-deserializers';
 
 /**
  * gRPC request messages in the server's budget of request bytes held at once (the HTTP bodies'
@@ -201,17 +202,31 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
         return write(data);
       };
       const identity = decompress!.bind(call);
+      // A ModelInferRequest is charged what it costs decoded too, once decompressed and before
+      // protobufjs decodes it (scanned-deserializers.ts): refused when that does not fit (issue 16).
+      const chargeDecoded = (charge: HeldCharge) => (bytes: Buffer): Buffer => {
+        if (charge.grow(decodedCostOf(bytes, limits.maxMessageBytes))) return bytes;
+        refused = true;
+        charges.releaseAll();
+        throw exhaustedStatus(budget);
+      };
+      const decodesInfer = INFER_METHOD_PATHS.has(method.path);
       internals.decompressMessage = (message: Buffer, encoding: string) => {
         const charge = charges.decoding();
+        const decoded = decodesInfer && charge ? chargeDecoded(charge) : undefined;
         const compressed = message.length > 0 && message[0] === 1;
-        if (!compressed || !charge || (encoding !== 'gzip' && encoding !== 'deflate')) return identity(message, encoding);
+        if (!compressed || !charge || (encoding !== 'gzip' && encoding !== 'deflate')) {
+          const out = identity(message, encoding);
+          if (decoded === undefined) return out;
+          return out instanceof Promise ? out.then(decoded) : decoded(out);
+        }
         return inflateCharged(message.subarray(5), encoding, charge, limits.maxMessageBytes, budget.exhaustedMessage).catch((refusal: unknown) => {
           // grpc-js ends the call with the refusal: its charges go now, not when its client closes the
           // stream (a client that never half-closes would hold them), and nothing more of it is read.
           refused = true;
           charges.releaseAll();
           throw refusal;
-        });
+        }).then(decoded);
       };
       stream!.once!('close', () => {
         clearTimeout(timer);
