@@ -44,6 +44,15 @@ describe('TokenStore', () => {
     expect(store.check('model-repository', 'Bearer admin')).toBe('granted');
   });
 
+  it('opens the groups of every line that lists the token, not only the first', () => {
+    // The contract above: a group needs a token that opens it. A token on two lines opens both lines' groups.
+    const store = new TokenStore(tokensFile(`${sha('ops')} metadata\n${sha('ops')} model-repository\n${sha('other')} logging\n`));
+    expect(store.check('metadata', 'Bearer ops')).toBe('granted');
+    expect(store.check('model-repository', 'Bearer ops')).toBe('granted');
+    expect(store.check('logging', 'Bearer ops')).toBe('forbidden');
+    expect(store.check('model-repository', 'Bearer other')).toBe('forbidden');
+  });
+
   it('takes a changed file on reload and keeps the previous tokens when it does not parse', () => {
     const file = tokensFile(`${sha('user')} inference\n`);
     const errors: string[] = [];

@@ -99,10 +99,17 @@ export class TokenStore {
     const m = authorization === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!m) return 'unauthenticated';
     const hash = createHash('sha256').update(m[1]).digest();
-    // Every entry is compared (constant time each), whichever matches.
-    let match: TokenEntry | undefined;
-    for (const e of this.entries) if (timingSafeEqual(e.hash, hash) && !match) match = e;
-    if (!match) return 'unauthenticated';
-    return match.groups.has(group) ? 'granted' : 'forbidden';
+    // Every entry is compared (constant time each), whichever matches; a token listed on several
+    // lines opens the groups of all of them.
+    let known = false;
+    let opens = false;
+    for (const e of this.entries) {
+      if (timingSafeEqual(e.hash, hash)) {
+        known = true;
+        if (e.groups.has(group)) opens = true;
+      }
+    }
+    if (!known) return 'unauthenticated';
+    return opens ? 'granted' : 'forbidden';
   }
 }
