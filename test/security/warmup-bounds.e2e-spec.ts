@@ -51,7 +51,7 @@ it('refuses a warmup sample over --http-max-input-size before allocating it, in 
   const r = await load(warmupConfig({ data_type: 'TYPE_STRING', dims: [100_000_000], zero_data: true }));
   expect(r.status).toBe(400);
   expect(r.error).toContain(
-    "failed to run warmup sample 'w': warmup input 'INPUT0' of model 'simple' with shape [1,100000000] takes the sample to 400000000 bytes, " +
+    "failed to run warmup sample 'w': warmup input 'INPUT0' of model 'simple' with shape [1,100000000] takes a row of the sample to 400000000 bytes, " +
       'more than the maximum allowed input size of 67108864 bytes. Use --http-max-input-size to increase the limit.',
   );
   expect(r.rssRiseMb).toBeLessThan(64);

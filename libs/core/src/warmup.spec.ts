@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ModelConfig, ModelWarmupInput } from '@nereid/model-config';
 import { InferenceError } from '@nereid/protocol';
-import { buildWarmupSamples, DEFAULT_MAX_WARMUP_BYTES } from './warmup';
+import { buildWarmupSamples, DEFAULT_MAX_WARMUP_BYTES, MAX_WARMUP_BATCH_BYTES } from './warmup';
 
 const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'nereid-warmup-'));
 fs.mkdirSync(path.join(folder, 'warmup'));
@@ -39,18 +39,28 @@ describe('buildWarmupSamples: sizes a sample before it allocates it', () => {
     const e = await failure(buildWarmupSamples(config({ IN: { data_type: 'TYPE_STRING', dims: [100_000_000], zero_data: true } }), folder));
     expect(e.code).toBe('INVALID_ARG');
     expect(e.message).toBe(
-      "failed to run warmup sample 'w': warmup input 'IN' of model 'simple' with shape [1,100000000] takes the sample to 400000000 bytes, " +
+      "failed to run warmup sample 'w': warmup input 'IN' of model 'simple' with shape [1,100000000] takes a row of the sample to 400000000 bytes, " +
         'more than the maximum allowed input size of 67108864 bytes. Use --http-max-input-size to increase the limit.',
     );
   });
 
-  it('counts the batch copies and every input of the sample together', async () => {
+  it('bounds one row of the sample by --http-max-input-size and its whole batch by MAX_WARMUP_BATCH_BYTES', async () => {
     const fp32 = (n: number): ModelWarmupInput => ({ data_type: 'TYPE_FP32', dims: [n], random_data: true });
-    await expect(buildWarmupSamples(config({ A: fp32(16) }, 4), folder, 256)).resolves.toHaveLength(1);
-    const batch = await failure(buildWarmupSamples(config({ A: fp32(16) }, 5), folder, 256));
-    expect(batch.message).toContain("warmup input 'A' of model 'simple' with shape [5,16] takes the sample to 320 bytes");
+    // A row of 64 bytes in a batch of 5 (320 bytes): the row is what a client's request would hold.
+    await expect(buildWarmupSamples(config({ A: fp32(16) }, 5), folder, 256)).resolves.toHaveLength(1);
+    // A usual image warmup: 16 x 3x640x640 FP32 (79 MB) loads at the default bound.
+    const image: ModelWarmupInput = { data_type: 'TYPE_FP32', dims: [3, 640, 640], zero_data: true };
+    const [images] = await buildWarmupSamples(config({ IMG: image }, 16, 16), folder);
+    expect(images.inputs[0].shape).toEqual([16, 3, 640, 640]);
+    // Every input of a row counts together.
     const both = await failure(buildWarmupSamples(config({ A: fp32(40), B: fp32(40) }), folder, 256));
-    expect(both.message).toContain("warmup input 'B' of model 'simple' with shape [1,40] takes the sample to 320 bytes");
+    expect(both.message).toContain("warmup input 'B' of model 'simple' with shape [1,40] takes a row of the sample to 320 bytes");
+    // The batch's copies count against the whole-sample bound, before anything is allocated.
+    expect(MAX_WARMUP_BATCH_BYTES).toBe(1024 * 1024 * 1024);
+    const batch = await failure(buildWarmupSamples(config({ A: { ...fp32(1 << 20), random_data: false, zero_data: true } }, 300, 1000), folder));
+    expect(batch.message).toContain(
+      "warmup input 'A' of model 'simple' with shape [300,1048576] takes the sample's batch to 1258291200 bytes, more than the 1073741824 bytes a warmup sample may hold",
+    );
     // The bound is per sample: two samples of 160 bytes each pass.
     const two: ModelConfig = { ...config({ A: fp32(40) }), model_warmup: [config({ A: fp32(40) }).model_warmup![0], { name: 'v', batch_size: 1, inputs: { A: fp32(40) } }] };
     await expect(buildWarmupSamples(two, folder, 256)).resolves.toHaveLength(2);
@@ -121,10 +131,10 @@ describe('buildWarmupSamples: sizes a sample before it allocates it', () => {
     fs.closeSync(fs.openSync(big, 'w'));
     fs.truncateSync(big, 1 << 20); // sparse
     const e = await failure(buildWarmupSamples(config({ IN: { ...file([4]), input_data_file: 'big.bin' } }), folder, 1024));
-    expect(e.message).toContain("warmup input 'IN' of model 'simple' with shape [1,4] takes the sample to 1048576 bytes, more than the maximum allowed input size of 1024 bytes");
+    expect(e.message).toContain("warmup input 'IN' of model 'simple' with shape [1,4] takes a row of the sample to 1048576 bytes, more than the maximum allowed input size of 1024 bytes");
     const strings = await failure(
-      buildWarmupSamples(config({ IN: { data_type: 'TYPE_STRING', dims: [1], input_data_file: 'big.bin' } }, 2), folder, 1 << 20),
+      buildWarmupSamples(config({ IN: { data_type: 'TYPE_STRING', dims: [1], input_data_file: 'big.bin' } }, 2), folder, 1 << 19),
     );
-    expect(strings.message).toContain('takes the sample to 2097152 bytes');
+    expect(strings.message).toContain('takes a row of the sample to 1048576 bytes');
   });
 });

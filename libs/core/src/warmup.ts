@@ -37,14 +37,21 @@ const NO_DATA: TensorData = new Uint8Array(0);
  * Triton sends them to its backend instances: no scheduler, no statistics. Any failure fails the
  * load, with Triton's words: `failed to run warmup sample '<name>': <error>`.
  *
- * A sample's shapes come from the config, which a repository load may carry: each sample's inputs,
- * repeated `batch_size` times, are sized before anything is allocated or read, and refused beyond
- * `maxBytes` (the server's `--http-max-input-size`: a sample holds no more than a client's request
- * may), as is a shape whose element count JavaScript cannot hold exactly.
+ * A sample's shapes come from the config, which a repository load may carry: each sample's inputs
+ * are sized before anything is allocated or read. One row of the sample (batch 1) may hold no more
+ * than `maxBytes` (the server's `--http-max-input-size`: what a client's request may hold), and the
+ * whole batch (the row repeated `batch_size` times, as Triton's backends assemble it) no more than
+ * MAX_WARMUP_BATCH_BYTES; a shape whose element count JavaScript cannot hold exactly is refused.
  */
 
 /** The bound on one sample's bytes when none is given: 64 MiB, Triton's default `--http-max-input-size`. */
 export const DEFAULT_MAX_WARMUP_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The bound on a whole sample, its `batch_size` copies included: 1 GiB. Triton has none; a batch of 16
+ * 3x640x640 FP32 images (79 MB) is a usual warmup and loads, a config asking for gigabytes does not.
+ */
+export const MAX_WARMUP_BATCH_BYTES = 1024 * 1024 * 1024;
 
 /** One sample's request, built once and sent `count` times to every instance. */
 export interface WarmupSample {
@@ -66,7 +73,7 @@ export async function buildWarmupSamples(
   for (const sample of config.model_warmup ?? []) {
     const name = sample.name ?? '';
     try {
-      const limit = { maxBytes, used: 0 };
+      const limit = { maxBytes, used: 0, rowUsed: 0 };
       samples.push({ name, count: Math.max(1, sample.count ?? 0), inputs: await sampleInputs(config, sample, modelDir, limit) });
     } catch (e) {
       throw warmupError(name, e);
@@ -146,19 +153,30 @@ async function runOnce(worker: WorkerChannel, key: ModelKey, instance: number, r
   await Promise.all([worker.execute(key, instance, [item], { warmup: true }), sink.done]);
 }
 
-/** What a sample may still take: its inputs' bytes, batch included, are added to `used`. */
+/** What a sample may still take: its inputs' bytes are added to `rowUsed` (one row) and `used` (the batch). */
 interface SampleBudget {
   maxBytes: number;
+  rowUsed: number;
   used: number;
 }
 
-/** Counts `bytes` of input `name` against the sample's budget; throws beyond it, before any allocation. */
-function take(budget: SampleBudget, bytes: number, name: string, model: string, shape: readonly number[]): void {
+/**
+ * Counts `rowBytes` (one row of input `name`) and `bytes` (its whole batch) against the sample's
+ * budget; throws beyond either bound, before any allocation.
+ */
+function take(budget: SampleBudget, rowBytes: number, bytes: number, name: string, model: string, shape: readonly number[]): void {
+  budget.rowUsed += rowBytes;
   budget.used += bytes;
-  if (budget.used > budget.maxBytes) {
+  if (budget.rowUsed > budget.maxBytes) {
     throw InferenceError.invalidArg(
-      `warmup input '${name}' of model '${model}' with shape [${shape.join(',')}] takes the sample to ${budget.used} bytes, ` +
+      `warmup input '${name}' of model '${model}' with shape [${shape.join(',')}] takes a row of the sample to ${budget.rowUsed} bytes, ` +
         `more than the maximum allowed input size of ${budget.maxBytes} bytes. Use --http-max-input-size to increase the limit.`,
+    );
+  }
+  if (budget.used > MAX_WARMUP_BATCH_BYTES) {
+    throw InferenceError.invalidArg(
+      `warmup input '${name}' of model '${model}' with shape [${shape.join(',')}] takes the sample's batch to ${budget.used} bytes, ` +
+        `more than the ${MAX_WARMUP_BATCH_BYTES} bytes a warmup sample may hold`,
     );
   }
 }
@@ -175,7 +193,9 @@ async function sampleInputs(config: ModelConfig, sample: ModelWarmup, modelDir: 
     if (!datatype) throw InferenceError.invalidArg(`input '${name}' has an unsupported data type '${input.data_type ?? ''}'`);
     const dims = input.dims ?? [];
     const shape = batched ? [batchSize, ...dims] : [...dims];
-    take(budget, checkedZeroTensorBytes(shape, datatype, name, model), name, model, shape);
+    // The batch's shape first: its words name the shape a request would carry.
+    const batchBytes = checkedZeroTensorBytes(shape, datatype, name, model);
+    take(budget, checkedZeroTensorBytes(dims, datatype, name, model), batchBytes, name, model, shape);
     planned.push({ name, input, datatype, dims, shape });
   }
   // Checked against the model's inputs as a request is (Triton's warmup requests go through
@@ -215,7 +235,7 @@ async function inputData(
     // A BYTES file's contents come on top of its elements' lengths (counted already); a numeric
     // file is read whole though only its first bytes are used.
     const extra = datatype === 'BYTES' ? Math.max(0, stat.size - count * BYTES_LENGTH_PREFIX) : stat.size - count * ELEMENT_SIZE[datatype];
-    if (extra > 0) take(sized.budget, extra * (datatype === 'BYTES' ? sized.batchSize : 1), name, config.name ?? '', sized.shape);
+    if (extra > 0) take(sized.budget, extra, extra * (datatype === 'BYTES' ? sized.batchSize : 1), name, config.name ?? '', sized.shape);
     const bytes = await fs.readFile(file).catch(() => {
       throw InferenceError.invalidArg(`failed to read ${what}`);
     });
