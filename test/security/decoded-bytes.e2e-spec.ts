@@ -128,6 +128,23 @@ describe('decoded BYTES elements and gRPC contents are bounded (issue 16)', () =
     expect(grewMiB).toBeLessThan(64);
   }, 60_000);
 
+  it('refuses a gRPC ModelInfer of 2.5 M one-byte BYTES elements in raw_input_contents (12.5 MB) before making them; RSS stays flat', async () => {
+    const pid = child!.pid!;
+    const n = 2_500_000;
+    const raw = Buffer.alloc(5 * n);
+    for (let i = 0; i < n; i++) {
+      raw.writeUInt32LE(1, 5 * i);
+      raw[5 * i + 4] = 0x61;
+    }
+    const request = { model_name: 'identity_bytes', inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [1, n] }], raw_input_contents: [raw] };
+    const { result: error, grewMiB } = await peakGrowth(pid, () => callError(client, 'ModelInfer', request));
+    console.log(`gRPC: 2,500,000 one-byte raw BYTES elements: ${status[error.code]}; server RSS grew by ${grewMiB.toFixed(0)} MiB at most`);
+    expect(error.code).toBe(status.INVALID_ARGUMENT);
+    expect(error.details).toMatch(/^request message size of \d+ bytes takes at least \d+ bytes decoded/);
+    // The message itself (12.5 MB, in grpc-js's buffers and the budget's); decoded it took ~300 MB.
+    expect(grewMiB).toBeLessThan(80);
+  }, 60_000);
+
   it('answers such a request on a ModelStreamInfer stream with an error response by its id, and the stream goes on', async () => {
     const n = 1_000_000;
     const { stream, messages, done } = openInferStream(client);
@@ -152,6 +169,14 @@ describe('decoded BYTES elements and gRPC contents are bounded (issue 16)', () =
       inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [1, sentences.length], contents: { bytes_contents: sentences.map((s) => Buffer.from(s)) } }],
     });
     expect(response.raw_output_contents[0].length).toBe(sentences.length * 104);
+    // The same batch as raw contents (Triton's clients send BYTES so).
+    const raw = Buffer.concat(sentences.map((s) => Buffer.concat([Buffer.from(Uint32Array.of(s.length).buffer), Buffer.from(s)])));
+    const rawResponse = await call(client, 'ModelInfer', {
+      model_name: 'identity_bytes',
+      inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [1, sentences.length] }],
+      raw_input_contents: [raw],
+    });
+    expect(Buffer.compare(rawResponse.raw_output_contents[0], raw)).toBe(0);
     const simple = await call(client, 'ModelInfer', {
       model_name: 'simple',
       inputs: [

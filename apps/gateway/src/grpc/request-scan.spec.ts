@@ -62,6 +62,30 @@ describe('scanInferRequest', () => {
     expect(counts.cost).toBeGreaterThan(64 * MiB - bytes.length);
   });
 
+  it("counts the BYTES elements a BYTES input's shape claims, at most one per 4 bytes of the message", () => {
+    const n = 10_000;
+    const raw = Buffer.alloc(5 * n);
+    for (let i = 0; i < n; i++) raw.writeUInt32LE(1, 5 * i);
+    const bytes = serialize({ inputs: [{ name: 'x', datatype: 'BYTES', shape: [1, n] }, { name: 'y', datatype: 'INT32', shape: [1, n] }], raw_input_contents: [raw, Buffer.alloc(4 * n)] });
+    expect(scanInferRequest(bytes).bytesElements).toBe(n);
+    // A shape claiming more than the message can hold counts what it can hold; 0 and negative dims nothing.
+    const claim = (shape: string[]) => scanInferRequest(serialize({ inputs: [{ name: 'x', datatype: 'BYTES', shape }], raw_input_contents: [raw] }));
+    const big = claim(['1099511627776', '1099511627776']);
+    expect(big.bytesElements).toBeLessThanOrEqual((5 * n + 64) / 4 + 1);
+    expect(big.bytesElements).toBeGreaterThan((5 * n) / 4);
+    expect(claim(['0', '5']).bytesElements).toBe(0);
+    expect(claim(['-1', '5']).bytesElements).toBe(0);
+    expect(claim(['3', '7']).bytesElements).toBe(21);
+  });
+
+  it('refuses 2.5 M one-byte BYTES elements in raw_input_contents (12.5 MB) at 64 MiB', () => {
+    const n = 2_500_000;
+    const raw = Buffer.alloc(5 * n);
+    for (let i = 0; i < n; i++) raw.writeUInt32LE(1, 5 * i);
+    const bytes = serialize({ inputs: [{ name: 'x', datatype: 'BYTES', shape: [1, n] }], raw_input_contents: [raw] });
+    expect(() => scanInferRequest(bytes, 64 * MiB - bytes.length)).toThrow(ScanLimitError);
+  });
+
   it('refuses bytes protobufjs would not decode with its own error', () => {
     expect(() => scanInferRequest(Buffer.from([0x2a, 0x05, 0x0a]))).toThrow(WireScanError); // inputs entry longer than the message
     expect(() => scanInferRequest(Buffer.from([0x0f]))).toThrow(WireScanError); // wire type 7

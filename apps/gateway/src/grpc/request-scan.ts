@@ -1,3 +1,5 @@
+import { BYTES_ELEMENT_COST } from '@nereid/tensor';
+
 /**
  * A scan of a ModelInferRequest's raw protobuf bytes that counts what decoding it will allocate,
  * before protobufjs decodes it (issue 16). protobufjs makes one object per embedded message, one
@@ -10,7 +12,9 @@
  * occurrence counts, also those a later one replaces (their objects were made all the same).
  *
  * The decoded cost is an estimate of memory, measured on Node 20 (heap + external bytes per
- * element after protobufjs's decode, then Nereid's conversion to tensors): see the constants.
+ * element after protobufjs's decode, then Nereid's conversion to tensors): see the constants. A
+ * BYTES input's elements, which Nereid makes one view each of raw contents (BYTES_ELEMENT_COST, as
+ * over HTTP), count as many as its shape claims, at most one per 4 bytes of the message.
  */
 
 /** An embedded message (inputs, outputs, map entries, their values, contents): protobufjs's object, 122-194 bytes measured. */
@@ -36,6 +40,11 @@ export interface ScanCounts {
   longs: number;
   /** String field occurrences. */
   strings: number;
+  /**
+   * BYTES elements the BYTES inputs' shapes claim (Nereid makes a view per element of raw contents),
+   * each at most what the message's bytes can hold (4 bytes an element).
+   */
+  bytesElements: number;
   /** The estimated bytes of memory decoding takes beyond the message's own bytes. */
   cost: number;
   /** Where the last `model_name` (field 1) and `id` (field 3) lie, to name a refused request. */
@@ -79,6 +88,8 @@ interface Field {
   schema?: Schema;
   /** A repeated number (packed or not). */
   repeated?: boolean;
+  /** InferInputTensor's datatype (2) and shape (3), read for the BYTES elements a tensor claims. */
+  tensor?: 'datatype' | 'shape';
 }
 
 type Schema = Readonly<Record<number, Field>>;
@@ -104,8 +115,8 @@ const CONTENTS: Schema = {
 };
 const INPUT: Schema = {
   1: { kind: Kind.Str },
-  2: { kind: Kind.Str },
-  3: { kind: Kind.Long, repeated: true },
+  2: { kind: Kind.Str, tensor: 'datatype' },
+  3: { kind: Kind.Long, repeated: true, tensor: 'shape' },
   4: { kind: Kind.Msg, schema: MAP_ENTRY },
   5: { kind: Kind.Msg, schema: CONTENTS },
 };
@@ -120,6 +131,11 @@ const REQUEST: Schema = {
   7: { kind: Kind.Bytes, repeated: true },
 };
 
+/** Whether `buf[at, stop)` is the text BYTES. */
+function isBytes(buf: Uint8Array, at: number, stop: number): boolean {
+  return stop - at === 5 && buf[at] === 0x42 && buf[at + 1] === 0x59 && buf[at + 2] === 0x54 && buf[at + 3] === 0x45 && buf[at + 4] === 0x53;
+}
+
 /** protobufjs's recursion limit (util.recursionLimit): groups nested deeper are refused. */
 const RECURSION_LIMIT = 100;
 
@@ -131,7 +147,9 @@ const RECURSION_LIMIT = 100;
 class Scanner {
   pos = 0;
   private len: number;
-  readonly counts: ScanCounts = { messages: 0, bytesEntries: 0, numbers: 0, longs: 0, strings: 0, cost: 0 };
+  readonly counts: ScanCounts = { messages: 0, bytesEntries: 0, numbers: 0, longs: 0, strings: 0, bytesElements: 0, cost: 0 };
+  /** The input tensor being read: whether its datatype is BYTES, and its shape's element count so far. */
+  private tensor: { bytes: boolean; count: number; zero: boolean; invalid: boolean } | undefined;
 
   constructor(
     private readonly buf: Uint8Array,
@@ -243,6 +261,7 @@ class Scanner {
     const end = length === undefined ? this.len : this.pos + length;
     if (end > this.len) this.fail('index out of range');
     this.len = end;
+    if (schema === INPUT) this.tensor = { bytes: false, count: 1, zero: false, invalid: false };
     while (this.pos < end) {
       const tag = this.uint32();
       const field = schema[tag >>> 3];
@@ -251,6 +270,33 @@ class Scanner {
     }
     if (length !== undefined && this.pos !== end) this.fail('index out of range');
     this.len = outer;
+    if (schema === INPUT) this.claimed();
+  }
+
+  /** The BYTES elements an input tensor read claims: its shape's count, at most what the message can hold. */
+  private claimed(): void {
+    const t = this.tensor!;
+    this.tensor = undefined;
+    if (!t.bytes || t.zero || t.invalid) return;
+    const n = Math.min(t.count, Math.floor(this.buf.length / 4) + 1);
+    this.counts.bytesElements += n;
+    this.add(n * BYTES_ELEMENT_COST);
+  }
+
+  /** A shape dimension read from `start` to here (as Nereid reads it: the int64's string, then Number). */
+  private dim(start: number): void {
+    const t = this.tensor;
+    if (t === undefined) return;
+    let value = 0;
+    for (let i = 0, p = start; p < this.pos && i < 10; i++, p++) {
+      const b = this.buf[p] ?? 0;
+      if (i < 9) value += (b & 127) * 2 ** (7 * i);
+      else if (b & 1) value = Infinity;
+    }
+    // 2^63 and more is a negative int64: a shape Nereid refuses before making anything.
+    if (value >= 2 ** 63) t.invalid = true;
+    else if (value === 0) t.zero = true;
+    else t.count = Math.min(t.count * value, Number.MAX_SAFE_INTEGER);
   }
 
   /** A known field, read by its number whatever its wire type (as protobufjs 7's decoders read it). */
@@ -266,6 +312,7 @@ class Scanner {
         this.add(STRING_COST + (stop - at));
         if (top && tag >>> 3 === 1) this.counts.modelName = [at, stop];
         if (top && tag >>> 3 === 3) this.counts.id = [at, stop];
+        if (field.tensor === 'datatype' && this.tensor) this.tensor.bytes = isBytes(this.buf, at, stop);
         return;
       }
       case Kind.Bytes:
@@ -278,24 +325,29 @@ class Scanner {
         this.add(MESSAGE_COST);
         this.message(field.schema!, this.uint32(), false);
         return;
-      default:
-        if (!field.repeated) return this.one(field.kind);
-        if ((tag & 7) === 2) return this.packed(field.kind);
-        this.one(field.kind);
+      default: {
+        const dims = field.tensor === 'shape';
+        if (!field.repeated) return this.one(field.kind, false);
+        if ((tag & 7) === 2) return this.packed(field.kind, dims);
+        this.one(field.kind, dims);
         this.counted(field.kind, 1);
+      }
     }
   }
 
-  /** One number of `kind`, as its type reads it. */
-  private one(kind: Kind): void {
+  /** One number of `kind`, as its type reads it (`dim`: a shape's dimension, kept). */
+  private one(kind: Kind, dim: boolean): void {
     if (kind === Kind.Fixed32) this.skip(4);
     else if (kind === Kind.Fixed64) this.skip(8);
-    else if (kind === Kind.Long) this.long();
-    else this.uint32();
+    else if (kind === Kind.Long) {
+      const start = this.pos;
+      this.long();
+      if (dim) this.dim(start);
+    } else this.uint32();
   }
 
   /** A packed repeated number: a length, then elements read while before its end, which they must meet exactly. */
-  private packed(kind: Kind): void {
+  private packed(kind: Kind, dims: boolean): void {
     const end = this.uint32() + this.pos;
     if (end > this.len) this.fail('index out of range');
     const outer = this.len;
@@ -308,7 +360,7 @@ class Scanner {
       this.pos = end;
     } else {
       while (this.pos < end) {
-        this.one(kind);
+        this.one(kind, dims);
         n++;
       }
     }
