@@ -77,7 +77,14 @@ export const budgetCalls = { framed: 0, whole: 0 };
 /** What grpc-js's BaseServerInterceptingCall holds that the budget reads (not part of its API). */
 interface CallInternals {
   decoder?: { write?: (data: Buffer) => Buffer[] };
-  stream?: { once?: (event: 'close', listener: () => void) => unknown; close?: (code: number) => void; closed?: boolean; writableEnded?: boolean };
+  stream?: {
+    once?: (event: 'close', listener: () => void) => unknown;
+    on?: (event: 'resume', listener: () => void) => unknown;
+    isPaused?: () => boolean;
+    close?: (code: number) => void;
+    closed?: boolean;
+    writableEnded?: boolean;
+  };
   decompressMessage?: (message: Buffer, encoding: string) => Buffer | Promise<Buffer>;
 }
 
@@ -168,7 +175,20 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
       });
       let timer: ReturnType<typeof setTimeout> | undefined;
       let timedMessage = 0;
+      const arm = (): void => {
+        clearTimeout(timer);
+        timedMessage = framing.begun;
+        timer = setTimeout(timedOut, limits.messageTimeoutMs);
+      };
       const timedOut = (): void => {
+        // The server holds reading (grpc-js pauses the stream after each message until the handler
+        // wants the next; a ModelStreamInfer whose answers wait unread holds it): the rest of the
+        // message waits on the server, not on the client. Its time starts again when reading resumes.
+        // (A call refused or answered already is reset whatever the stream's state.)
+        if (!refused && !stream!.writableEnded && stream!.isPaused?.() === true) {
+          timer = undefined;
+          return;
+        }
         refused = true;
         charges.releaseAll();
         // A call already ended (grpc-js refused its message at the prefix, say) whose client still
@@ -194,9 +214,7 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
             clearTimeout(timer);
             timer = undefined;
           } else if (timer === undefined || timedMessage !== framing.begun) {
-            clearTimeout(timer);
-            timedMessage = framing.begun;
-            timer = setTimeout(timedOut, limits.messageTimeoutMs);
+            arm();
           }
         }
         return write(data);
@@ -228,6 +246,12 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
           throw refusal;
         }).then(decoded);
       };
+      if (limits.messageTimeoutMs > 0) {
+        // Reading again after a pause: a message under way has its whole time from now.
+        stream!.on?.('resume', () => {
+          if (!refused && framing.midMessage) arm();
+        });
+      }
       stream!.once!('close', () => {
         clearTimeout(timer);
         charges.releaseAll();
