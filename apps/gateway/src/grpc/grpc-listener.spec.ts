@@ -65,6 +65,19 @@ describe('listenGrpc', () => {
     session.destroy();
   });
 
+  it('closes at once, ending the connections still waiting for their preface (a shutdown is not held until their timeout)', async () => {
+    const listener = await start('127.0.0.1', await freePort(), new ConnectionBudget(8), 20_000);
+    const silent = net.connect(listener.port, '127.0.0.1');
+    silent.on('error', () => undefined);
+    const ended = new Promise((r) => silent.once('close', r));
+    await new Promise((r) => silent.once('connect', r));
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await listener.close();
+    await ended;
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
   it('fails to start when the port is taken', async () => {
     const first = await start('127.0.0.1', await freePort());
     await expect(start('127.0.0.1', first.port)).rejects.toMatchObject({ code: 'EADDRINUSE' });

@@ -27,7 +27,7 @@ export interface GrpcListenOptions {
 
 export interface GrpcListener {
   port: number;
-  /** Stops accepting connections (those open are grpc-js's to close). */
+  /** Stops accepting connections and ends those still waiting for their preface (those handed over are grpc-js's to close); resolves once every one has closed. */
   close(): Promise<void>;
 }
 
@@ -59,6 +59,8 @@ function closeServer(server: net.Server): Promise<void> {
 
 export async function listenGrpc(grpcServer: Server, credentials: ServerCredentials, options: GrpcListenOptions): Promise<GrpcListener> {
   const injector = grpcServer.createConnectionInjector(credentials);
+  /** Connections accepted and not yet handed to grpc-js (waiting for their preface): close() ends them. */
+  const waiting = new Set<net.Socket>();
   const accept = (socket: net.Socket): void => {
     // Silent (evictable when the budget is full) until its preface has come; a socket handed to grpc-js at once cannot be closed from here.
     if (!options.connections.admit(socket, options.prefaceTimeoutMs > 0 ? PREFACE_BYTES : 0)) return;
@@ -76,18 +78,31 @@ export async function listenGrpc(grpcServer: Server, credentials: ServerCredenti
       clearTimeout(timer);
       socket.off('data', onData);
       socket.off('close', onClose);
+      waiting.delete(socket);
       socket.pause();
       // Node's HTTP/2 session reads what is buffered on the socket first.
       socket.unshift(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, have));
       injector.injectConnection(socket);
     };
-    const onClose = (): void => clearTimeout(timer);
+    const onClose = (): void => {
+      clearTimeout(timer);
+      waiting.delete(socket);
+    };
+    waiting.add(socket);
     socket.on('data', onData);
     socket.once('close', onClose);
     socket.on('error', () => undefined);
   };
   const servers: net.Server[] = [];
-  const closeAll = (): Promise<void> => Promise.all(servers.map(closeServer)).then(() => undefined);
+  const closeAll = (): Promise<void> => {
+    const closed = Promise.all(servers.map(closeServer)).then(() => undefined);
+    // A net.Server closes once its last connection has: those grpc-js owns close with its shutdown,
+    // those still waiting for their preface end now (they held a shutdown for the preface timeout,
+    // and one whose preface came later was handed to a grpc-js server already shut down).
+    for (const socket of waiting) socket.destroy();
+    waiting.clear();
+    return closed;
+  };
   let port = options.port;
   let firstError: unknown;
   // Every address the host names, as grpc-js binds them: the server starts when one of them binds.
