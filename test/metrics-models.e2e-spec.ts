@@ -1,6 +1,7 @@
 /**
  * End-to-end: what a model's config and its requests make of the metrics port. A model's
- * `model_metrics` sets its own histogram buckets (and no other model's), `--metrics-config`'s
+ * `model_metrics` sets its own histogram buckets (and no other model's; Triton's first-response
+ * histogram exists for decoupled models only), `--metrics-config`'s
  * latency and batch-size buckets reach the exposition, `metric_tags` label every per-model family,
  * failures count with Triton's reasons (REJECTED: queue timeout, CANCELED: client gone, OTHER:
  * every ensemble failure, while the composing model keeps BACKEND), the queue depth shows the
@@ -10,6 +11,7 @@ import * as http from 'node:http';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse, sample, type Line } from './helpers/exposition';
+import { inferenceClient, openInferStream } from './helpers/grpc-client';
 import { until } from './helpers/poll';
 import { executedIds, RECORD_WAIT, recordWaitVariant } from './helpers/record-wait';
 import { getJson, makeRepository, MODELS, postJson, ROOT, startTestServer } from './helpers/server';
@@ -87,33 +89,56 @@ describe('per-model metrics', () => {
       path.join(repo, 'two_versions/2/model.py'),
       identity.replace('class TritonPythonModel:', 'class TritonPythonModel:\n    def initialize(self, args):\n        import time\n        time.sleep(2)\n'),
     );
+    // A decoupled model with its own first-response buckets and a tag (only decoupled models have that histogram).
+    mkdirSync(path.join(repo, 'repeat_tuned/1'), { recursive: true });
+    cpSync(path.join(FIX, 'decoupled_repeat/1/model.py'), path.join(repo, 'repeat_tuned/1/model.py'));
+    writeFileSync(
+      path.join(repo, 'repeat_tuned/config.pbtxt'),
+      readFileSync(path.join(FIX, 'decoupled_repeat/config.pbtxt'), 'utf8').replace('name: "decoupled_repeat"', 'name: "repeat_tuned"') +
+        `\nmetric_tags { key: "team" value: "ml" }\nmodel_metrics { metric_control [ ${BUCKETS('nv_inference_first_response_histogram_ms', [1, 2.5, 10])} ] }\n`,
+    );
     simpleVariant(repo, 'simple_bad_buckets', `model_metrics { metric_control [ ${BUCKETS('nereid_inference_batch_size', [4, 2])} ] }`);
     // A 500 ms queue timeout that rejects, one instance, one request per execution.
     recordWaitVariant(repo, 'reject_wait', 1, 'dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 500000 } }');
     server = await startTestServer({
       modelRepositories: [repo],
       modelControlMode: 'explicit',
-      loadModels: ['simple', 'simple_tuned', 'accumulator', 'record_wait', 'reject_wait', 'execute_raises', 'ensemble_raises', 'outer_raises', 'ensemble_wait', 'trace_context', 'ensemble_trace_context'],
+      loadModels: ['simple', 'simple_tuned', 'repeat_tuned', 'accumulator', 'record_wait', 'reject_wait', 'execute_raises', 'ensemble_raises', 'outer_raises', 'ensemble_wait', 'trace_context', 'ensemble_trace_context'],
       metricsConfig: ['histogram_latencies=true', 'summary_latencies=true', 'latency_buckets_ms=0.5,50', 'batch_size_buckets=1,4'],
     });
     for (const model of ['simple', 'simple_tuned']) for (let i = 0; i < 3; i++) expect((await infer(model, simpleBody)).status).toBe(200);
+    // Three requests of two responses each (then a bare final flag) to the decoupled model, over a gRPC stream.
+    const client = inferenceClient(server.grpcPort);
+    try {
+      const { stream, messages, done } = openInferStream(client);
+      for (let i = 0; i < 3; i++) {
+        stream.write({ model_name: 'repeat_tuned', inputs: [{ name: 'IN', datatype: 'INT32', shape: [2] }], raw_input_contents: [Buffer.from(new Int32Array([i, i]).buffer)] });
+      }
+      stream.end();
+      await done;
+      expect(messages.filter((m) => m.error_message === '')).toHaveLength(6);
+    } finally {
+      client.close();
+    }
   }, 90_000);
   afterAll(() => server?.close());
 
   it("gives a model the histogram buckets of its model_metrics, and no other model", async () => {
     const ls = await lines();
-    expect(les(ls, 'nv_inference_first_response_histogram_ms', 'simple_tuned')).toEqual(['1', '2.5', '10', '+Inf']);
+    expect(les(ls, 'nv_inference_first_response_histogram_ms', 'repeat_tuned')).toEqual(['1', '2.5', '10', '+Inf']);
+    expect(sample(ls, 'nv_inference_first_response_histogram_ms_bucket', { model: 'repeat_tuned', le: '+Inf' })).toBe(3);
+    // Not decoupled: no first-response histogram at all, its model_metrics entry for it notwithstanding (as Triton).
+    expect(les(ls, 'nv_inference_first_response_histogram_ms', 'simple_tuned')).toEqual([]);
+    expect(les(ls, 'nv_inference_first_response_histogram_ms', 'simple')).toEqual([]);
     expect(les(ls, 'nereid_inference_request_duration_ms', 'simple_tuned')).toEqual(['1', '2.5', '10', '+Inf']);
     // What model_metrics left alone keeps --metrics-config's buckets.
     expect(les(ls, 'nereid_inference_queue_duration_ms', 'simple_tuned')).toEqual(['0.5', '50', '+Inf']);
-    expect(les(ls, 'nv_inference_first_response_histogram_ms', 'simple')).toEqual(['100', '500', '2000', '5000', '+Inf']);
     for (const family of ['nereid_inference_request_duration_ms', 'nereid_inference_queue_duration_ms', 'nereid_inference_compute_duration_ms']) {
       expect(les(ls, family, 'simple')).toEqual(['0.5', '50', '+Inf']);
     }
     for (const model of ['simple', 'simple_tuned']) {
       expect(les(ls, 'nereid_inference_batch_size', model)).toEqual(['1', '4', '+Inf']);
       expect(sample(ls, 'nereid_inference_request_duration_ms_count', { model })).toBe(3);
-      expect(sample(ls, 'nv_inference_first_response_histogram_ms_bucket', { model, le: '+Inf' })).toBe(3);
     }
   });
 
@@ -144,10 +169,13 @@ describe('per-model metrics', () => {
   it("labels every per-model family with the model's metric_tags", async () => {
     const ls = (await lines()).filter((l) => l.labels.model === 'simple_tuned');
     const families = new Set(ls.map((l) => l.name));
-    for (const f of ['nv_inference_request_success', 'nv_inference_first_response_histogram_ms_bucket', 'nereid_inference_batch_size_count', 'nv_inference_queue_summary_us']) {
+    for (const f of ['nv_inference_request_success', 'nereid_inference_batch_size_count', 'nv_inference_queue_summary_us']) {
       expect(families).toContain(f);
     }
     expect(ls.filter((l) => l.labels._team !== 'ml')).toEqual([]);
+    const first = (await lines()).filter((l) => l.name === 'nv_inference_first_response_histogram_ms_bucket' && l.labels.model === 'repeat_tuned');
+    expect(first).toHaveLength(4);
+    expect(first.filter((l) => l.labels._team !== 'ml')).toEqual([]);
   });
 
   it('counts a queue timeout as REJECTED and shows the waiting requests in the queue depth', async () => {

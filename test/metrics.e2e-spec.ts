@@ -76,10 +76,12 @@ describe('metrics on the metrics port', () => {
     const successes = s.inference_stats.success.count;
     const lines = parse(await scrape());
     const m = { model, version: '1' };
-    for (const h of ['nereid_inference_request_duration_ms', 'nereid_inference_queue_duration_ms', 'nereid_inference_compute_duration_ms', 'nv_inference_first_response_histogram_ms']) {
+    for (const h of ['nereid_inference_request_duration_ms', 'nereid_inference_queue_duration_ms', 'nereid_inference_compute_duration_ms']) {
       expect(sample(lines, `${h}_count`, m)).toBe(successes);
       expect(sample(lines, `${h}_bucket`, { ...m, le: '+Inf' })).toBe(successes);
     }
+    // Triton's first-response histogram is kept for decoupled models only (below).
+    expect(lines.filter((l) => l.name.startsWith('nv_inference_first_response_histogram_ms') && l.labels.model === model)).toEqual([]);
     expect(sample(lines, 'nereid_inference_request_duration_ms_sum', m)).toBeCloseTo(s.inference_stats.success.ns / 1e6, 6);
     expect(sample(lines, 'nereid_inference_batch_size_count', m)).toBe(s.execution_count);
     // Every execution, of requests that failed too (the statistics' batch_stats count them alike).
@@ -219,7 +221,10 @@ describe('metrics settings', () => {
 
 describe('response statistics of a decoupled model', () => {
   it('counts each response index: successes, the bare final flags as empty responses, over HTTP and gRPC alike', async () => {
-    const server = await startTestServer({ modelRepositories: [makeRepository({ decoupled_repeat: path.join(FIX, 'decoupled_repeat') })] });
+    const server = await startTestServer({
+      modelRepositories: [makeRepository({ decoupled_repeat: path.join(FIX, 'decoupled_repeat') })],
+      metricsConfig: ['histogram_latencies=true'],
+    });
     const client = inferenceClient(server.grpcPort);
     try {
       const int32 = (values: number[]) => Buffer.from(new Int32Array(values).buffer);
@@ -246,6 +251,9 @@ describe('response statistics of a decoupled model', () => {
       expect(Object.keys(grpcCounts).sort()).toEqual(['0', '1', '2', '3']);
       expect(Number(grpcCounts['2'].empty_response.count)).toBe(1);
       expect(Number(grpcCounts['2'].success.ns)).toBe(rs['2'].success.ns);
+      // A decoupled model has Triton's first-response histogram: one observation per request.
+      const exposition = parse(await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text());
+      expect(sample(exposition, 'nv_inference_first_response_histogram_ms_count', { model: 'decoupled_repeat', version: '1' })).toBe(2);
     } finally {
       client.close();
       await server.close();

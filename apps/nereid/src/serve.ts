@@ -136,7 +136,7 @@ export async function startNereid(partial: Partial<ServeOptions> & { modelReposi
       gpuCount: 0,
       allowFileOverrides: options.allowModelFileOverrides,
       maxInputBytes: options.httpMaxInputSize,
-      statsObserver: metrics && ((model, version, modelMetrics) => metrics.observerFor(model, version, modelMetrics, (m) => logger.log('warn', m))),
+      statsObserver: metrics && ((model, version, modelMetrics, decoupled) => metrics.observerFor(model, version, modelMetrics, (m) => logger.log('warn', m), decoupled)),
       log: logger.log,
     },
     backends,

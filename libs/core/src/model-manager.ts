@@ -390,7 +390,7 @@ export class ModelRepositoryManager {
         stats: new ModelStatsRecorder(
           config.name ?? location.name,
           version,
-          this.options.statsObserver?.(config.name ?? location.name, version, config.model_metrics),
+          this.options.statsObserver?.(config.name ?? location.name, version, config.model_metrics, config.model_transaction_policy?.decoupled === true),
           capacity.memoryUsage,
         ),
         labels,

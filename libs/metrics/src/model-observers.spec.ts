@@ -66,8 +66,8 @@ describe('ModelObservers', () => {
   const lines = async (prefix: string) => (await registry.metrics()).split('\n').filter((l) => l.startsWith(prefix));
 
   it("uses a model's own buckets for that model only", async () => {
-    const a = observers.observerFor('a', 1, { metric_control: [control('nv_inference_first_response_histogram_ms', [1, 2.5, 10])] })!;
-    const b = observers.observerFor('b', 1)!;
+    const a = observers.observerFor('a', 1, { metric_control: [control('nv_inference_first_response_histogram_ms', [1, 2.5, 10])] }, undefined, true)!;
+    const b = observers.observerFor('b', 1, undefined, undefined, true)!;
     versions = [served('a', a), served('b', b)];
     a.firstResponse(2e6);
     b.firstResponse(2e6);
@@ -111,13 +111,24 @@ describe('ModelObservers', () => {
     expect(await lines('nereid_inference_batch_size_count')).toEqual(['nereid_inference_batch_size_count{model="a",version="1"} 1']);
   });
 
+  it('gives the first-response histogram to decoupled models only, as Triton core', async () => {
+    const plain = observers.observerFor('plain', 1)!;
+    const decoupled = observers.observerFor('decoupled', 1, undefined, undefined, true)!;
+    versions = [served('plain', plain), served('decoupled', decoupled)];
+    plain.firstResponse(2e6);
+    decoupled.firstResponse(2e6);
+    expect(await lines('nv_inference_first_response_histogram_ms_count')).toEqual(['nv_inference_first_response_histogram_ms_count{model="decoupled",version="1"} 1']);
+    // The model that is not decoupled keeps every other family.
+    expect(await lines('nv_inference_request_summary_us_count{model="plain"')).toHaveLength(1);
+  });
+
   it('starts anew after an unload, whether or not a scrape came between (as Triton: the unload removes the series)', async () => {
-    const first = observers.observerFor('a', 1)!;
+    const first = observers.observerFor('a', 1, undefined, undefined, true)!;
     versions = [served('a', first)];
     first.batch(3);
     first.firstResponse(1e6);
     versions = [];
-    const again = observers.observerFor('a', 1)!;
+    const again = observers.observerFor('a', 1, undefined, undefined, true)!;
     versions = [served('a', again)];
     again.batch(3);
     expect(await lines('nereid_inference_batch_size_count')).toEqual(['nereid_inference_batch_size_count{model="a",version="1"} 1']);
@@ -137,7 +148,7 @@ describe('ModelObservers', () => {
   });
 
   it("labels every histogram and summary series with the model's metric_tags, as the counters", async () => {
-    const a = observers.observerFor('a', 1)!;
+    const a = observers.observerFor('a', 1, undefined, undefined, true)!;
     versions = [served('a', a, { team: 'ml' })];
     a.success(1e6, 1);
     a.execution(1e5, { inputNs: 1, inferNs: 1, outputNs: 1 });

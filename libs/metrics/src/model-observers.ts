@@ -87,9 +87,17 @@ export class ModelObservers {
    * The observer of one model version, or undefined when no per-request family is enabled.
    * `modelMetrics` (the config's `model_metrics`) sets the buckets of its histograms by family
    * name; what Triton would ignore is ignored with a warning, buckets out of order throw. Called
-   * as the version loads: the series of the same version serving now (a reload) go on.
+   * as the version loads: the series of the same version serving now (a reload) go on. Only a
+   * `decoupled` model has Triton's first-response histogram, as in Triton core (its QA checks that a
+   * model that is not decoupled has none).
    */
-  observerFor(model: string, version: number, modelMetrics?: unknown, warn: (message: string) => void = () => undefined): StatsObserver | undefined {
+  observerFor(
+    model: string,
+    version: number,
+    modelMetrics?: unknown,
+    warn: (message: string) => void = () => undefined,
+    decoupled = false,
+  ): StatsObserver | undefined {
     const own = histogramBuckets(model, modelMetrics, warn);
     if (!this.enabled) return undefined;
     const v = String(version);
@@ -106,7 +114,7 @@ export class ModelObservers {
       : undefined;
     const request = histogram(REQUEST_HISTOGRAM, prev?.nereid?.request);
     return new BoundObserver(
-      histogram(FIRST_RESPONSE_HISTOGRAM, prev?.first),
+      decoupled ? histogram(FIRST_RESPONSE_HISTOGRAM, prev?.first) : undefined,
       summaries,
       request && {
         request,

@@ -84,8 +84,8 @@ export class NereidMetrics {
    * histograms' buckets as the config's `model_metrics` sets them; `warn` hears of the entries
    * ignored, and buckets that cannot be used throw (ModelMetricsError: the load fails).
    */
-  observerFor(model: string, version: number, modelMetrics?: unknown, warn?: (message: string) => void): StatsObserver | undefined {
-    const observer = this.observers.observerFor(model, version, modelMetrics, warn);
+  observerFor(model: string, version: number, modelMetrics?: unknown, warn?: (message: string) => void, decoupled = false): StatsObserver | undefined {
+    const observer = this.observers.observerFor(model, version, modelMetrics, warn, decoupled);
     // As the histograms: a load of a version that does not serve now (a first load, or after an
     // unload) starts its stub restarts from none; a reload carries them on. (A restart during
     // this load's warmup is not counted then.)

@@ -74,5 +74,9 @@ export interface StatsObserver {
   firstResponse(ns: number): void;
 }
 
-/** Makes the observer of a model version as it loads; `undefined` when nothing observes. */
-export type StatsObserverFactory = (model: string, version: number, modelMetrics: unknown) => StatsObserver | undefined;
+/**
+ * Makes the observer of a model version as it loads; `undefined` when nothing observes. `decoupled`:
+ * the config's `model_transaction_policy.decoupled` (Triton keeps the first-response histogram of
+ * decoupled models only).
+ */
+export type StatsObserverFactory = (model: string, version: number, modelMetrics: unknown, decoupled: boolean) => StatsObserver | undefined;
