@@ -11,6 +11,7 @@ import type { RunningNereid } from '../apps/nereid/src/serve';
 import * as grpc from '@grpc/grpc-js';
 import { call, inferenceClient, type Client, type Msg } from './helpers/grpc-client';
 import { getJson, makeRepository, postJson, startTestServer } from './helpers/server';
+import { killChild } from './helpers/built-server';
 import { ShmObjects } from './helpers/shm-region';
 
 const ELEMENTS = 4 << 20;
@@ -51,13 +52,6 @@ function truncator(files: string[]): ChildProcess {
   return spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
 }
 
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
-}
 
 /**
  * Sends requests for 3 s while another process shrinks and regrows both objects; `send` answers
@@ -73,7 +67,7 @@ async function whileTruncating(send: () => Promise<boolean>): Promise<{ ok: numb
       else outcomes.truncated++;
     }
   } finally {
-    await stop(child);
+    await killChild(child);
   }
   return outcomes;
 }

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { status } from '@grpc/grpc-js';
-import { loopbackPorts, MAIN } from '../helpers/built-server';
+import { killChild, loopbackPorts, MAIN } from '../helpers/built-server';
 import { call, callError, inferenceClient, openInferStream, type Client } from '../helpers/grpc-client';
 import { until } from '../helpers/poll';
 import { makeRepository } from '../helpers/server';
@@ -88,11 +88,7 @@ describe('decoded BYTES elements and gRPC contents are bounded (issue 16)', () =
 
   afterAll(async () => {
     client?.close();
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child!.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await killChild(child);
   });
 
   it('refuses HTTP binary and JSON requests of millions of tiny BYTES elements (400) before decoding them; RSS stays flat', async () => {

@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import * as path from 'node:path';
 import * as protoLoader from '@grpc/proto-loader';
-import { loopbackPorts, MAIN } from '../helpers/built-server';
+import { killChild, loopbackPorts, MAIN } from '../helpers/built-server';
 import { call, inferenceClient, type Client, type Msg } from '../helpers/grpc-client';
 import { sleep, until } from '../helpers/poll';
 import { makeRepository, ROOT } from '../helpers/server';
@@ -68,11 +68,7 @@ describe('gRPC streaming back-pressure (issue 16, attack 1)', () => {
 
   afterAll(async () => {
     client?.close();
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child!.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
+    await killChild(child);
   });
 
   it('stalls a raw HTTP/2 client that stops reading: its requests stop running, server memory stays flat', async () => {
