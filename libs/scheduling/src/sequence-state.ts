@@ -135,24 +135,24 @@ function stateSpec(state: SequenceState, batching: boolean, model: string, model
     const init = inits[0];
     checkInitialState(init, state, inputName);
     const shape = [...batchDim, ...(init.dims ?? [])];
-    const bytes = boundedStateBytes(shape, datatype, inputName, model);
-    const data = init.data_file ? readDataFile(init, datatype, shape, inputName, model, modelDir) : allocateTensorData(datatype, bytes / sizeOf(datatype));
+    checkStateSize(shape, datatype, inputName, model);
+    const data = init.data_file ? readDataFile(init, datatype, shape, inputName, model, modelDir) : allocateTensorData(datatype, elementCount(shape));
     initial = { name: inputName, datatype, shape, data };
   } else {
     const shape = [...batchDim, ...dims.map((d) => (d === -1 ? 1 : d))];
-    const bytes = boundedStateBytes(shape, datatype, inputName, model);
-    initial = { name: inputName, datatype, shape, data: allocateTensorData(datatype, bytes / sizeOf(datatype)) };
+    checkStateSize(shape, datatype, inputName, model);
+    initial = { name: inputName, datatype, shape, data: allocateTensorData(datatype, elementCount(shape)) };
   }
   return { inputName, outputName: state.output_name ?? '', datatype, initial };
 }
 
-const sizeOf = (datatype: DataType): number => (datatype === 'BYTES' ? 4 : ELEMENT_SIZE[datatype]);
-
-/** The bytes of a state of `shape`, zero or empty; INVALID_ARG beyond MAX_INITIAL_STATE_BYTES or an exact count. */
-function boundedStateBytes(shape: readonly number[], datatype: DataType, inputName: string, model: string): number {
+/**
+ * INVALID_ARG when a state of `shape` (zero or empty) takes more than MAX_INITIAL_STATE_BYTES or a
+ * count JavaScript cannot hold exactly; past it, `elementCount(shape)` is exact.
+ */
+function checkStateSize(shape: readonly number[], datatype: DataType, inputName: string, model: string): void {
   const bytes = checkedZeroTensorBytes(shape, datatype, inputName, model);
   if (bytes > MAX_INITIAL_STATE_BYTES) throw tooLarge(inputName, model, shape, bytes);
-  return bytes;
 }
 
 function tooLarge(inputName: string, model: string, shape: readonly number[], bytes: number): InferenceError {
