@@ -165,9 +165,10 @@ export class DirectSequenceBatch implements SequenceBatch {
   private run(rows: (ExecutionItem | undefined)[]): void {
     const template = rows.find((r) => r !== undefined) as ExecutionItem;
     const real: GuardedSink[] = [];
-    const zeros = new Map<Tensor, Tensor>();
+    // Made for the first padding row only: a full batch needs none.
+    let zeros: Map<Tensor, Tensor> | undefined;
     const items = rows.map((r) => {
-      if (r === undefined) return this.ctx.rows.padding(template, zeros);
+      if (r === undefined) return this.ctx.rows.padding(template, (zeros ??= new Map()));
       // The row is this batcher's own object (SequenceRows.row): guarded in place, not copied.
       const sink = new GuardedSink(r.sink);
       real.push(sink);
