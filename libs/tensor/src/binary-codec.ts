@@ -1,18 +1,15 @@
 import { CoreRequestErrors as Errors } from './errors';
 import { ELEMENT_SIZE, type DataType } from './datatype';
-import { checkedElementCount, type Tensor, type TensorData } from './tensor';
-import { bytesView, isBytesData, viewAs } from './typed';
-
-/** Bytes of the length prefix before each BYTES element. */
-const LENGTH_PREFIX = 4;
+import { BYTES_LENGTH_PREFIX, checkedElementCount, type Tensor, type TensorData } from './tensor';
+import { bytesView, EMPTY_BYTES_ELEMENT, isBytesData, viewAs } from './typed';
 
 /**
  * The memory one decoded BYTES element takes beyond its contents, as the front doors count it
  * against their input limits (issue 16): a non-empty element is a Uint8Array view (of the body, or
  * of one buffer for a JSON request's strings) and its array slot, ~104 bytes of heap measured on
- * Node 20 (~120-140 of RSS); a JSON request's string before it adds ~24. An empty element shares one
- * array (EMPTY_ELEMENT) but still takes its slot: counted the same, so that a count from the shape
- * bounds the cost before anything is decoded.
+ * Node 20 (~120-140 of RSS); a JSON request's string before it adds ~24. An empty element shares
+ * one array (EMPTY_BYTES_ELEMENT) but still takes its slot: counted the same, so that a count from
+ * the shape bounds the cost before anything is decoded.
  */
 export const BYTES_ELEMENT_COST = 128;
 
@@ -29,7 +26,7 @@ export function tensorDataFromBytes(
   model: string,
 ): TensorData {
   // A BYTES element takes at least its 4-byte length prefix.
-  const count = checkedElementCount(shape, ELEMENT_SIZE[datatype] || LENGTH_PREFIX, name, model);
+  const count = checkedElementCount(shape, ELEMENT_SIZE[datatype] || BYTES_LENGTH_PREFIX, name, model);
   if (datatype === 'BYTES') return parseBytesElements(bytes, count, name, model);
   const expected = count * ELEMENT_SIZE[datatype];
   if (bytes.byteLength !== expected) {
@@ -37,9 +34,6 @@ export function tensorDataFromBytes(
   }
   return viewAs(datatype, bytes);
 }
-
-/** The one empty BYTES element of decoded binary data: it holds nothing, so every empty element shares it. */
-const EMPTY_ELEMENT = new Uint8Array(0);
 
 /** Splits length-prefixed BYTES elements; the element count must match the shape exactly. */
 function parseBytesElements(bytes: Uint8Array, count: number, name: string, model: string): Uint8Array[] {
@@ -50,16 +44,16 @@ function parseBytesElements(bytes: Uint8Array, count: number, name: string, mode
     if (out.length === count) {
       throw Errors.stringElementsBeyond(name, model, count + 1, count);
     }
-    if (offset + LENGTH_PREFIX > bytes.byteLength) {
+    if (offset + BYTES_LENGTH_PREFIX > bytes.byteLength) {
       throw Errors.incompleteLengthIndicator(name, model, bytes.byteLength - offset);
     }
     const length = view.getUint32(offset, true);
-    offset += LENGTH_PREFIX;
+    offset += BYTES_LENGTH_PREFIX;
     if (offset + length > bytes.byteLength) {
       throw Errors.stringElementBeyondData(name, model, out.length, length, bytes.byteLength - offset);
     }
     // Empty elements share one array: a view costs ~120 bytes of memory for 4 bytes on the wire.
-    out.push(length === 0 ? EMPTY_ELEMENT : bytes.subarray(offset, offset + length));
+    out.push(length === 0 ? EMPTY_BYTES_ELEMENT : bytes.subarray(offset, offset + length));
     offset += length;
   }
   if (out.length !== count) {
@@ -81,15 +75,15 @@ export function serializeBytesElements(elements: readonly Uint8Array[]): Uint8Ar
   let offset = 0;
   for (const e of elements) {
     view.setUint32(offset, e.byteLength, true);
-    out.set(e, offset + LENGTH_PREFIX);
-    offset += LENGTH_PREFIX + e.byteLength;
+    out.set(e, offset + BYTES_LENGTH_PREFIX);
+    offset += BYTES_LENGTH_PREFIX + e.byteLength;
   }
   return out;
 }
 
 function bytesElementsSize(elements: readonly Uint8Array[]): number {
   let size = 0;
-  for (const e of elements) size += LENGTH_PREFIX + e.byteLength;
+  for (const e of elements) size += BYTES_LENGTH_PREFIX + e.byteLength;
   return size;
 }
 

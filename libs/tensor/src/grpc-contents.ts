@@ -1,7 +1,7 @@
 import { CoreRequestErrors, GrpcRequestErrors, InferenceError } from './errors';
 import { ELEMENT_SIZE, type DataType } from './datatype';
 import { checkedElementCount, type Tensor, type TensorData } from './tensor';
-import { isBytesData } from './typed';
+import { EMPTY_BYTES_ELEMENT, isBytesData } from './typed';
 
 /** A 64-bit integer as @grpc/proto-loader may hand it over (`longs: Number | String`, or a Long). */
 export type Int64Like = number | string | bigint | { low: number; high: number; unsigned?: boolean };
@@ -236,11 +236,8 @@ function convertFloat<A extends Float32Array | Float64Array>(t: Target, values: 
   return out;
 }
 
-/** The one empty BYTES element of gRPC contents: a view per empty entry cost ~200 bytes of memory for 2 on the wire. */
-const EMPTY_ELEMENT = new Uint8Array(0);
-
 function convertBytes(t: Target, i: number, v: unknown): Uint8Array {
-  if (v instanceof Uint8Array) return v.byteLength === 0 ? EMPTY_ELEMENT : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (v instanceof Uint8Array) return v.byteLength === 0 ? EMPTY_BYTES_ELEMENT : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
   if (typeof v === 'string') {
     const b = Buffer.from(v, 'base64');
     return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);

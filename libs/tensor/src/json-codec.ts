@@ -4,7 +4,7 @@ import { ELEMENT_SIZE, type DataType } from './datatype';
 import { fp16BitsToFloat32, bf16BitsToFloat32 } from './float16';
 import { JsonNumber } from './json-text';
 import { checkedElementCount, type Tensor, type TensorData } from './tensor';
-import { isBytesData } from './typed';
+import { EMPTY_BYTES_ELEMENT, isBytesData } from './typed';
 
 /** Triton's JSON nesting limit: `data` and the arrays in it may nest one level less than this. */
 export const MAX_JSON_DATA_DEPTH = 100;
@@ -187,9 +187,6 @@ function decodeFloat<A extends Float32Array | Float64Array>(t: Target, values: r
   return out;
 }
 
-/** The one empty BYTES element of decoded JSON: it holds nothing, so every empty string shares it. */
-const EMPTY_ELEMENT = new Uint8Array(0);
-
 /**
  * JSON strings → BYTES elements, views of one buffer holding all their UTF-8 bytes. An element of
  * its own (`encode` per string) took ~360 bytes of memory for an empty string: a 6 MB body of `""`
@@ -214,7 +211,7 @@ function decodeBytes(t: Target, values: readonly unknown[]): Uint8Array[] {
   for (let i = 0; i < values.length; i++) {
     const v = values[i] as string;
     if (v.length === 0) {
-      out[i] = EMPTY_ELEMENT;
+      out[i] = EMPTY_BYTES_ELEMENT;
       continue;
     }
     const { written } = utf8Encoder.encodeInto(v, bytes.subarray(at));

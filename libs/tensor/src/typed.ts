@@ -34,15 +34,18 @@ export function isBytesData(data: TensorData): data is Uint8Array[] {
   return Array.isArray(data);
 }
 
-/** The one empty BYTES element: holds nothing, so it is shared (an empty Uint8Array costs ~100 bytes). */
-const EMPTY_ELEMENT = new Uint8Array(0);
+/**
+ * The one empty BYTES element: it holds nothing, so every decoder and allocation shares it (an
+ * empty Uint8Array of its own costs ~100-360 bytes of memory for 2-4 bytes on the wire, issue 16).
+ */
+export const EMPTY_BYTES_ELEMENT = new Uint8Array(0);
 
 /**
  * A zeroed TensorData of `count` elements (BYTES: `count` empty elements, one shared empty array).
  * Callers bound `count` first (checkedElementCount, a size limit): nothing here refuses a large one.
  */
 export function allocateTensorData(datatype: DataType, count: number): TensorData {
-  if (datatype === 'BYTES') return new Array<Uint8Array>(count).fill(EMPTY_ELEMENT);
+  if (datatype === 'BYTES') return new Array<Uint8Array>(count).fill(EMPTY_BYTES_ELEMENT);
   return new TYPED_ARRAY[datatype](count);
 }
 
