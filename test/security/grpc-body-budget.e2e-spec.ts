@@ -6,8 +6,9 @@
  * served and the server's memory bounded.
  */
 import * as grpc from '@grpc/grpc-js';
-import * as net from 'node:net';
 import { call, inferenceClient, openInferStream, type Client, type Msg } from '../helpers/grpc-client';
+import { holdBudget } from '../helpers/budget-holder';
+import { until } from '../helpers/poll';
 import { makeRepository, startTestServer } from '../helpers/server';
 import { budgetCalls } from '../../apps/gateway/src/grpc/message-budget';
 
@@ -39,17 +40,6 @@ interface FloodRun {
 const BUDGET = 1024 * 1024;
 const words = `the server holds its limit of ${BUDGET} bytes of request bodies (--http-max-inflight-body-bytes); try again later`;
 
-/** An HTTP request whose declared body (charged whole before it is read) stays half sent: it holds `bytes` of the budget. */
-function holdBudget(port: number, bytes: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => {
-      socket.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`);
-      setTimeout(() => resolve(socket), 200);
-    });
-    socket.on('error', reject);
-  });
-}
-
 /** A ModelInfer request of `bytes` of FP32 through identity_fp32 (over the 64 KiB a small message may be). */
 function large(bytes: number, id = ''): Msg {
   return {
@@ -70,14 +60,6 @@ function small(id = ''): Msg {
     ],
     raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
   };
-}
-
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > ms) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('gRPC request messages in the body budget (issue 16)', () => {
@@ -115,7 +97,7 @@ describe('gRPC request messages in the body budget (issue 16)', () => {
       holder.destroy();
     }
     // The HTTP body's charge goes with its connection; refused messages took nothing.
-    await until(() => call(client, 'ModelInfer', large(256 * 1024)).then(() => true, () => false));
+    await until('the budget to have room', () => call(client, 'ModelInfer', large(256 * 1024)).then(() => true, () => false), 5000);
     expect((await call(client, 'ModelInfer', large(BUDGET))).outputs[0].name).toBe('OUTPUT0');
     // Every message was charged from its gRPC prefix, before its bytes were buffered.
     expect(budgetCalls.framed).toBeGreaterThan(10);
@@ -139,7 +121,7 @@ describe('gRPC request messages in the body budget (issue 16)', () => {
       holder.destroy();
     }
     // Every stream request's charge was given back: large requests go through again, one stream after another.
-    await until(() => call(client, 'ModelInfer', large(BUDGET)).then(() => true, () => false));
+    await until('the budget to have room', () => call(client, 'ModelInfer', large(BUDGET)).then(() => true, () => false), 5000);
     for (let round = 0; round < 3; round++) {
       const { stream, messages, done } = openInferStream(client);
       stream.write(large(BUDGET / 2, 'a'));

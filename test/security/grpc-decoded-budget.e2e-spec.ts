@@ -7,24 +7,13 @@
  * requests are still served, and once the budget has room it is answered.
  */
 import * as grpc from '@grpc/grpc-js';
-import * as net from 'node:net';
 import { call, inferenceClient, type Client, type Msg } from '../helpers/grpc-client';
+import { holdBudget } from '../helpers/budget-holder';
 import { until } from '../helpers/poll';
 import { makeRepository, startTestServer } from '../helpers/server';
 
 const BUDGET = 1024 * 1024;
 const words = `the server holds its limit of ${BUDGET} bytes of request bodies (--http-max-inflight-body-bytes); try again later`;
-
-/** An HTTP request whose declared body (charged whole before it is read) stays half sent: it holds `bytes` of the budget. */
-function holdBudget(port: number, bytes: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => {
-      socket.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`);
-      setTimeout(() => resolve(socket), 200);
-    });
-    socket.on('error', reject);
-  });
-}
 
 const N = 12_000;
 const tiny: Msg = {

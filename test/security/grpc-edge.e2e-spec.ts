@@ -15,7 +15,9 @@ import * as net from 'node:net';
 import * as zlib from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { call, inferenceClient, type Client, type Msg } from '../helpers/grpc-client';
+import { holdBudget } from '../helpers/budget-holder';
 import { freePort, MAIN } from '../helpers/built-server';
+import { until } from '../helpers/poll';
 import { makeRepository, startTestServer } from '../helpers/server';
 import { loadServices } from '../../apps/gateway/src/grpc/proto-loader';
 import { timeoutDetails } from '../../apps/gateway/src/grpc/message-budget';
@@ -98,25 +100,6 @@ function words(budget: number): string {
   return `the server holds its limit of ${budget} bytes of request bodies (--http-max-inflight-body-bytes); try again later`;
 }
 
-/** An HTTP request whose declared body (charged whole before it is read) stays half sent: it holds `bytes` of the budget. */
-function holdBudget(port: number, bytes: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => {
-      socket.write(`POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{`);
-      setTimeout(() => resolve(socket), 200);
-    });
-    socket.on('error', reject);
-  });
-}
-
-async function until(check: () => Promise<boolean> | boolean, ms: number, what: string): Promise<void> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function embedded(options: Partial<Parameters<typeof startTestServer>[0]>): Promise<Server> {
   return startTestServer({
     modelRepositories: [makeRepository({ identity_fp32: 'test/fixtures/onnx/identity_fp32' })],
@@ -168,7 +151,7 @@ describe('gRPC compressed messages in the body budget (issue 16)', () => {
     expect(gz.length * 8).toBeLessThan(BUDGET / 2);
     // Half the budget held by an HTTP body under way, so that no message is ever alone in the budget
     // (one alone may exceed it, compressed or not).
-    const holder = await holdBudget(server.httpPort, BUDGET / 2);
+    const holder = await holdBudget(server.httpPort, BUDGET / 2, 'identity_fp32');
     const before = process.memoryUsage.rss();
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
@@ -183,7 +166,7 @@ describe('gRPC compressed messages in the body budget (issue 16)', () => {
       expect((peak - before) / MiB).toBeLessThan(64);
       holder.destroy();
       // The budget was given back while the refused streams stay open: a request of the whole budget goes through.
-      await until(() => call(client, 'ModelInfer', fp32(BUDGET)).then(() => true, () => false), 3000, 'the budget to be free');
+      await until('the budget to be free', () => call(client, 'ModelInfer', fp32(BUDGET)).then(() => true, () => false), 3000);
     } finally {
       clearInterval(sampler);
       session.destroy();
@@ -279,12 +262,12 @@ describe('silent connections to the gRPC port (issue 16, built server under ulim
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     await until(
+      'the server',
       async () => {
         if (child.exitCode !== null) throw new Error(`the server exited: ${stderr}`);
         return fetch(`http://127.0.0.1:${httpPort}/v2/health/ready`).then((r) => r.status === 200, () => false);
       },
       60_000,
-      'the server',
     );
   }, 90_000);
 
@@ -335,7 +318,7 @@ describe('silent connections to the gRPC port (issue 16, built server under ulim
       expect(sockets.filter((s) => !s.destroyed).length).toBeGreaterThan(CAP / 2);
       expect(child.exitCode).toBeNull();
       // The silent ones are closed by the server once the header timeout passes.
-      await until(() => sockets.every((s) => s.destroyed), HEADER_TIMEOUT_SECS * 1000 + 4000, 'the silent connections to be closed');
+      await until('the silent connections to be closed', () => sockets.every((s) => s.destroyed), HEADER_TIMEOUT_SECS * 1000 + 4000);
       expect((await call(fresh, 'ModelInfer', fp32(1024))).outputs[0].name).toBe('OUTPUT0');
     } finally {
       fresh.close();
