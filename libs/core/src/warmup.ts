@@ -15,6 +15,7 @@ import {
   bytesView,
   BYTES_LENGTH_PREFIX,
   checkedZeroTensorBytes,
+  elementCount,
   ELEMENT_SIZE,
   fromConfigType,
   tensorDataFromBytes,
@@ -226,7 +227,7 @@ async function inputData(
   sized: { budget: SampleBudget; batchSize: number; shape: readonly number[] },
 ): Promise<TensorData> {
   // Checked (and counted against the budget) by sampleInputs.
-  const count = dims.reduce((n, d) => n * d, 1);
+  const count = elementCount(dims);
   if (input.input_data_file) {
     const what = `input_data_file '${input.input_data_file}' of input '${name}' in warmup '${sample.name ?? ''}' of model '${config.name ?? ''}'`;
     const file = await resolveInside(path.join(modelDir, 'warmup'), input.input_data_file, what);
