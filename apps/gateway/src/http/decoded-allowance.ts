@@ -21,12 +21,22 @@ export class DecodedAllowance {
 
   constructor(
     /** The request's (decompressed) body bytes. */
-    private readonly wireBytes: number,
+    private wireBytes: number,
     /** --http-max-input-size. */
     private readonly maxInputSize: number,
     /** Charges decoded bytes to the body budget; an error when they do not fit. */
     private readonly charge?: (bytes: number) => InferenceError | undefined,
   ) {}
+
+  /**
+   * Starts over for another request of `wireBytes`: the HTTP fast path keeps one allowance, since a
+   * request is decoded in one synchronous call, so that one without BYTES inputs allocates nothing.
+   */
+  reset(wireBytes: number): this {
+    this.wireBytes = wireBytes;
+    this.elements = 0;
+    return this;
+  }
 
   /** Takes the elements of a BYTES input of `shape` before it is decoded (`elementSize`: what its decoder counts by). */
   takeShape(shape: readonly number[], elementSize: number, name: string, model: string): void {

@@ -13,6 +13,7 @@ import {
   decodeInferRequest,
   encodeInferResponseText,
   releaseSharedMemory,
+  type DecodedInfer,
   type EncodedResponseText,
   type OutputForm,
   type RawInputInfo,
@@ -161,6 +162,13 @@ export class InferFastPath {
   private readonly bodies = new BufferPool();
   /** The JSON headers of binary requests seen lately, decoded (header-cache.ts). */
   private readonly headers = new HeaderCache();
+  /**
+   * BYTES elements count at their decoded size against the input limit and the body budget (issue
+   * 16). One allowance serves every request: decodeInferRequest is synchronous, so it counts one
+   * request at a time, charged to `decoding` (the response of the request being decoded).
+   */
+  private readonly allowance: DecodedAllowance;
+  private decoding: ServerResponse | undefined;
 
   constructor(
     private readonly core: InferenceCore,
@@ -173,7 +181,10 @@ export class InferFastPath {
     private readonly requestLog?: RequestLog,
     /** `--max-output-size`: the most bytes of output data a response carries (output-size.ts). */
     private readonly maxOutputSize: number = DEFAULT_MAX_OUTPUT_SIZE,
-  ) {}
+  ) {
+    const charge = budget ? (bytes: number) => budget.growDecoded(this.decoding!, bytes) : undefined;
+    this.allowance = new DecodedAllowance(0, maxInputSize, charge);
+  }
 
   private modelInputs(model: string, version: number): readonly RawInputInfo[] {
     return this.core.modelMetadata(model, version).inputs;
@@ -208,10 +219,14 @@ export class InferFastPath {
         throw InferenceError.unsupported("HTTP end point doesn't support models with decoupled transaction policy");
       }
       const header = req.headers['inference-header-content-length'] as string | undefined;
-      // BYTES elements count at their decoded size against the input limit and the body budget (issue 16).
-      const charge = this.budget ? (bytes: number) => this.budget!.growDecoded(res, bytes) : undefined;
-      const allowance = new DecodedAllowance(body.length, this.maxInputSize, charge);
-      const decoded = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version), this.sharedMemory, this.headers, allowance);
+      this.decoding = res;
+      let decoded: DecodedInfer;
+      try {
+        const allowance = this.allowance.reset(body.length);
+        decoded = decodeInferRequest(body, header, model, version, () => this.modelInputs(model, version), this.sharedMemory, this.headers, allowance);
+      } finally {
+        this.decoding = undefined;
+      }
       const { request, cached } = decoded;
       form = decoded.form;
       const outputForm = form;
