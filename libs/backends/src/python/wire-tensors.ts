@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceError } from '@nereid/protocol';
-import { elementCount, isDataType, type DataType, type Tensor, type TensorData } from '@nereid/tensor';
+import { BYTES_LENGTH_PREFIX, elementCount, isDataType, type DataType, type Tensor, type TensorData } from '@nereid/tensor';
 import type { BlobBuilder } from './frames';
 import type { ShmPool } from './shm-pool';
 
@@ -164,12 +164,7 @@ function toTensor(d: WireTensor, bytes: Uint8Array): Tensor {
     throw InferenceError.internal(`python model returned tensor '${name}' with a bad shape`);
   }
   const count = elementCount(shape);
-  if (datatype === 'BYTES') {
-    // Each element takes at least its 4-byte length: a shape that claims more elements than the
-    // bytes can hold is refused before the element array is allocated for it.
-    if (count > bytes.byteLength / 4) throw InferenceError.internal(`BYTES tensor '${name}' is shorter than its ${count} elements`);
-    return { name, datatype, shape, data: splitBytes(name, bytes, count) };
-  }
+  if (datatype === 'BYTES') return { name, datatype, shape, data: splitBytes(name, bytes, count) };
   const ctor = VIEW[datatype];
   if (bytes.byteLength !== count * ctor.BYTES_PER_ELEMENT) {
     throw InferenceError.internal(
@@ -181,14 +176,19 @@ function toTensor(d: WireTensor, bytes: Uint8Array): Tensor {
 }
 
 function splitBytes(name: string, bytes: Uint8Array, count: number): Uint8Array[] {
+  // Each element takes at least its 4-byte length: a shape that claims more elements than the
+  // bytes can hold is refused before the element array is allocated for it.
+  if (count > bytes.byteLength / BYTES_LENGTH_PREFIX) throw shortBytes(name, count);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out: Uint8Array[] = new Array<Uint8Array>(count);
   let pos = 0;
   for (let i = 0; i < count; i++) {
-    if (pos + 4 > bytes.byteLength) throw InferenceError.internal(`BYTES tensor '${name}' is shorter than its ${count} elements`);
+    if (pos + BYTES_LENGTH_PREFIX > bytes.byteLength) throw shortBytes(name, count);
     const len = view.getUint32(pos, true);
-    out[i] = bytes.subarray(pos + 4, pos + 4 + len);
-    pos += 4 + len;
+    out[i] = bytes.subarray(pos + BYTES_LENGTH_PREFIX, pos + BYTES_LENGTH_PREFIX + len);
+    pos += BYTES_LENGTH_PREFIX + len;
   }
   return out;
 }
+
+const shortBytes = (name: string, count: number): InferenceError => InferenceError.internal(`BYTES tensor '${name}' is shorter than its ${count} elements`);
