@@ -1,37 +1,14 @@
 import fc from 'fast-check';
 import { fuzz, fuzzParams } from '../../../../test/helpers/fuzz';
+import { decodedCounts, type Counted } from '../../../../test/helpers/scan-oracle';
 import { loadServices } from './proto-loader';
-import { ScanLimitError, scanInferRequest, WireScanError, type ScanCounts } from './request-scan';
+import { ScanLimitError, scanInferRequest, WireScanError } from './request-scan';
 import type { WireModelInferRequest } from './wire-types';
 
 // The deserializer grpc-js runs (proto-loader's options), whose allocations the scan counts.
 const modelInfer = loadServices().inference.ModelInfer;
 const deserialize = (bytes: Buffer) => modelInfer.requestDeserialize(bytes) as WireModelInferRequest;
 const serialize = (msg: unknown) => modelInfer.requestSerialize(msg);
-
-type Counted = Pick<ScanCounts, 'messages' | 'bytesEntries' | 'numbers' | 'longs'>;
-
-/** What protobufjs decoded, counted as the scan counts it. */
-function decodedCounts(msg: WireModelInferRequest): Counted {
-  const mapEntries = (m: object | undefined) => 2 * Object.keys(m ?? {}).length; // entry + its InferParameter
-  let messages = msg.inputs.length + msg.outputs.length + mapEntries(msg.parameters);
-  let bytesEntries = msg.raw_input_contents.length;
-  let numbers = 0;
-  let longs = 0;
-  for (const input of msg.inputs) {
-    messages += mapEntries(input.parameters);
-    longs += input.shape.length;
-    const c = input.contents;
-    if (!c) continue;
-    const n = (a: readonly unknown[] | undefined) => a?.length ?? 0;
-    messages++;
-    bytesEntries += n(c.bytes_contents);
-    numbers += n(c.bool_contents) + n(c.int_contents) + n(c.uint_contents) + n(c.fp32_contents) + n(c.fp64_contents);
-    longs += n(c.int64_contents) + n(c.uint64_contents);
-  }
-  for (const output of msg.outputs) messages += mapEntries(output.parameters);
-  return { messages, bytesEntries, numbers, longs };
-}
 
 function scanCounts(bytes: Uint8Array): Counted {
   const { messages, bytesEntries, numbers, longs } = scanInferRequest(bytes);
