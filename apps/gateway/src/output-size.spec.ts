@@ -1,5 +1,6 @@
 import type { SharedMemoryUse } from '@nereid/core';
-import { InferenceError, type InferenceResponse } from '@nereid/protocol';
+import type { InferenceResponse } from '@nereid/protocol';
+import { errorOf } from '../../../test/helpers/inference-error';
 import { encodeInferResponse } from './grpc/infer-response';
 import { checkOutputSize, DEFAULT_MAX_OUTPUT_SIZE } from './output-size';
 
@@ -9,16 +10,6 @@ const OUTPUTS: InferenceResponse['outputs'] = [
   { name: 'F', datatype: 'FP32', shape: [4], data: new Float32Array(4) },
   { name: 'S', datatype: 'BYTES', shape: [2], data: [Buffer.from('ab'), Buffer.from('')] },
 ];
-
-function thrown(f: () => unknown): InferenceError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InferenceError);
-    return e as InferenceError;
-  }
-  throw new Error('did not throw');
-}
 
 /** A request's shared memory with `names` bound to regions, each write recorded. */
 function regions(names: string[], writes: string[] = []): SharedMemoryUse {
@@ -32,7 +23,7 @@ describe('checkOutputSize (--max-output-size)', () => {
   it('counts the outputs as the binary forms carry them (BYTES with their lengths), up to the bound included', () => {
     expect(DEFAULT_MAX_OUTPUT_SIZE).toBe(2147483647);
     expect(() => checkOutputSize(response(OUTPUTS), 26)).not.toThrow();
-    const e = thrown(() => checkOutputSize(response(OUTPUTS), 25));
+    const e = errorOf(() => checkOutputSize(response(OUTPUTS), 25));
     expect(e.code).toBe('INVALID_ARG');
     expect(e.message).toBe(
       "the response of model 'big' holds 26 bytes of output data, more than the maximum allowed output size of 25 bytes. Use --max-output-size to increase the limit.",
