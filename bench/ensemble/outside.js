@@ -13,9 +13,9 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const { execFileSync } = require('node:child_process');
-const { startNereid, fmt } = require('../lib/util');
-const { RawConnection, encodeRequest } = require('../sequence-batching/raw-client');
-const { ensembleRepo } = require('./repo');
+const { fmt } = require('../lib/util');
+const { encodeRequest } = require('../sequence-batching/raw-client');
+const { ensembleServer } = require('./repo');
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const GAP_US = Number((process.argv.find((a) => a.startsWith('--gap=')) ?? '--gap=0').slice('--gap='.length));
@@ -110,10 +110,8 @@ async function phase(conn, encoded, port, pid, kind) {
 async function main() {
   console.log(`bench/ensemble/outside: ${os.cpus().length} cpus, node ${process.version}, ${ROUNDS} rounds of ${N} calls per kind, ` +
     `gap ${GAP_US} µs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  const repo = ensembleRepo('nereid-ensemble-outside-');
-  const server = await startNereid(repo);
+  const { server, conn, close } = await ensembleServer('nereid-ensemble-outside-');
   const pid = serverPid(server.child);
-  const conn = new RawConnection(server.http);
   const encoded = Object.fromEntries(Object.entries(BODIES).map(([k, [p, b]]) => [k, encodeRequest(server.http, p, b)]));
   const kinds = ['ensemble', 'add_sub', 'mul', 'chain'];
   const sums = Object.fromEntries(kinds.map((k) => [k, { latency: 0, success: 0, outside: 0, compute: 0, cpu: 0, stubsCpu: 0 }]));
@@ -134,9 +132,7 @@ async function main() {
         `CPU per call: server ${fmt(s.cpu).padStart(6)} µs, stubs ${fmt(s.stubsCpu).padStart(6)} µs`);
     }
   } finally {
-    conn.close();
-    await server.stop();
-    fs.rmSync(repo, { recursive: true, force: true });
+    await close();
   }
 }
 

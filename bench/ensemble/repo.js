@@ -1,10 +1,11 @@
 'use strict';
 // bench/ensemble's model repository: add_sub and mul (python models) and the add_sub_mul ensemble
-// of the two, copied into a fresh temporary folder.
+// of the two, copied into a fresh temporary folder; and a server on it with one connection.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT } = require('../lib/util');
+const { ROOT, startNereid } = require('../lib/util');
+const { RawConnection } = require('../sequence-batching/raw-client');
 
 /** A fresh folder under the system's temporary one, named `prefix`…, holding the three models of `root`'s checkout. */
 function ensembleRepo(prefix, root = ROOT) {
@@ -15,4 +16,20 @@ function ensembleRepo(prefix, root = ROOT) {
   return repo;
 }
 
-module.exports = { ensembleRepo };
+/**
+ * A server (dist/) on a fresh ensembleRepo(`prefix`) and one keep-alive connection to it, as a
+ * client would use; close() ends the connection and the server and removes the folder.
+ */
+async function ensembleServer(prefix) {
+  const repo = ensembleRepo(prefix);
+  const server = await startNereid(repo);
+  const conn = new RawConnection(server.http);
+  const close = async () => {
+    conn.close();
+    await server.stop();
+    fs.rmSync(repo, { recursive: true, force: true });
+  };
+  return { server, conn, close };
+}
+
+module.exports = { ensembleRepo, ensembleServer };

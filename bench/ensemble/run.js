@@ -14,14 +14,13 @@
 //   (needs `npm run build` first). `--client=python`: both sides timed by python-client.py
 //   (http.client + json, one keep-alive connection), the language of Triton's clients; its work
 //   between the chain's two calls is what a Python client spends, not the raw client's minimum.
-const fs = require('node:fs');
 const readline = require('node:readline');
 const { spawn } = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');
-const { startNereid, fmt } = require('../lib/util');
-const { RawConnection, encodeRequest } = require('../sequence-batching/raw-client');
-const { ensembleRepo } = require('./repo');
+const { fmt } = require('../lib/util');
+const { encodeRequest } = require('../sequence-batching/raw-client');
+const { ensembleServer } = require('./repo');
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const CLIENT = (process.argv.find((a) => a.startsWith('--client=')) ?? '--client=raw').slice('--client='.length);
@@ -162,10 +161,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function main() {
   console.log(`bench/ensemble: ${os.cpus().length} cpus, node ${process.version}, ${ROUNDS} alternating rounds of ${N} ` +
     `sequential requests per side, HTTP JSON, keep-alive, loopback, ${CLIENT} client, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  const repo = ensembleRepo('nereid-ensemble-bench-');
-  const server = await startNereid(repo);
   // One keep-alive connection for both sides, as a client would use.
-  const conn = new RawConnection(server.http);
+  const { server, conn, close } = await ensembleServer('nereid-ensemble-bench-');
   const encoded = encodedRequests(server.http);
   const python = CLIENT === 'python' ? pythonClient(server.http) : undefined;
   const times = python
@@ -215,9 +212,7 @@ async function main() {
       `(${fmt((overheadE - totals.ensemble.own) / overheadC, 2)}x of the means)`);
   } finally {
     python?.close();
-    conn.close();
-    await server.stop();
-    fs.rmSync(repo, { recursive: true, force: true });
+    await close();
   }
 }
 
