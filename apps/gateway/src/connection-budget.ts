@@ -13,7 +13,6 @@ import type * as net from 'node:net';
  * which the header timeout closes anyway, cannot keep new clients out while they last.
  */
 export class ConnectionBudget {
-  private open = 0;
   /** The connections counted now. */
   private readonly counted = new Set<net.Socket>();
   /** Connections that may still be silent, oldest first, with the bytes each must send to have begun. */
@@ -28,7 +27,7 @@ export class ConnectionBudget {
 
   /** Connections open now (both doors). */
   get inUse(): number {
-    return this.open;
+    return this.counted.size;
   }
 
   /**
@@ -36,17 +35,16 @@ export class ConnectionBudget {
    * silent connection can make room. `begunAt`: the bytes it must send to stop counting as silent.
    */
   admit(socket: net.Socket, begunAt = 1): boolean {
-    if (this.cap > 0 && this.open >= this.cap && !this.evictSilent()) {
+    if (this.cap > 0 && this.counted.size >= this.cap && !this.evictSilent()) {
       this.refused++;
       socket.destroy();
       return false;
     }
-    this.open++;
     this.counted.add(socket);
     this.maybeSilent.set(socket, begunAt);
     socket.once('close', () => {
       this.maybeSilent.delete(socket);
-      if (this.counted.delete(socket)) this.open--;
+      this.counted.delete(socket);
     });
     return true;
   }
@@ -56,7 +54,7 @@ export class ConnectionBudget {
     for (const [socket, begunAt] of this.maybeSilent) {
       this.maybeSilent.delete(socket);
       if (socket.bytesRead >= begunAt || socket.destroyed) continue;
-      if (this.counted.delete(socket)) this.open--;
+      this.counted.delete(socket);
       this.evicted++;
       socket.destroy();
       return true;
