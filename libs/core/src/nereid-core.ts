@@ -1,5 +1,5 @@
 import type { FailureReason } from '@nereid/metrics';
-import { checkModelName, type ModelConfig } from '@nereid/model-config';
+import { checkModelName, ENSEMBLE_PLATFORM, type ModelConfig } from '@nereid/model-config';
 import {
   InferenceError,
   nanos,
@@ -384,7 +384,7 @@ function lastNamed(tensors: readonly Tensor[], name: string): Tensor | undefined
  * error's code (`undefined`: the model's answer could not be shaped, BACKEND).
  */
 function failureReason(rt: VersionRuntime, code: InferenceError['code'] | undefined): FailureReason {
-  if (rt.config.platform === 'ensemble') return 'OTHER';
+  if (rt.config.platform === ENSEMBLE_PLATFORM) return 'OTHER';
   return code === 'CANCELLED' ? 'CANCELED' : code === 'UNAVAILABLE' ? 'REJECTED' : 'BACKEND';
 }
 
@@ -426,7 +426,7 @@ class CoreSink implements ResponseSink {
   private traceEnd(failed: boolean): void {
     const t = this.trace!;
     t.mark('REQUEST_END');
-    if (failed || this.stats !== undefined || this.rt.config.platform === 'ensemble') {
+    if (failed || this.stats !== undefined || this.rt.config.platform === ENSEMBLE_PLATFORM) {
       this.trace = undefined;
       t.release();
     }
