@@ -32,7 +32,7 @@ export interface GrpcListener {
 }
 
 /** HTTP/2's client connection preface (24 bytes) and the frame header of the SETTINGS frame that must follow it. */
-export const PREFACE_BYTES = 24 + 9;
+const PREFACE_BYTES = 24 + 9;
 
 /** The addresses a bind address names: itself when it is an IP address, else every address it resolves to (as grpc-js binds them). */
 async function addressesOf(host: string): Promise<string[]> {

@@ -31,7 +31,7 @@ export function refusalOf(message: unknown): InferenceError | undefined {
 }
 
 /** The least decoded size a message may take: Triton's default --http-max-input-size, 64 MiB. */
-export const MIN_DECODED_LIMIT = 64 * 1024 * 1024;
+const MIN_DECODED_LIMIT = 64 * 1024 * 1024;
 
 /** The methods whose requests are ModelInferRequests. */
 const INFER_METHODS = ['ModelInfer', 'ModelStreamInfer'];
