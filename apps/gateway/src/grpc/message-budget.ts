@@ -222,7 +222,7 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
       const identity = decompress!.bind(call);
       // A ModelInferRequest is charged what it costs decoded too, once decompressed and before
       // protobufjs decodes it (scanned-deserializers.ts): refused when that does not fit (issue 16).
-      const chargeDecoded = (charge: HeldCharge) => (bytes: Buffer): Buffer => {
+      const chargeDecoded = (charge: HeldCharge, bytes: Buffer): Buffer => {
         if (charge.grow(decodedCostOf(bytes, limits.maxMessageBytes))) return bytes;
         refused = true;
         charges.releaseAll();
@@ -231,13 +231,15 @@ export function budgetInterceptor(budget: BodyBudget, perRequest: ReadonlySet<st
       const decodesInfer = INFER_METHOD_PATHS.has(method.path);
       internals.decompressMessage = (message: Buffer, encoding: string) => {
         const charge = charges.decoding();
-        const decoded = decodesInfer && charge ? chargeDecoded(charge) : undefined;
+        const counted = decodesInfer ? charge : undefined;
         const compressed = message.length > 0 && message[0] === 1;
         if (!compressed || !charge || (encoding !== 'gzip' && encoding !== 'deflate')) {
           const out = identity(message, encoding);
-          if (decoded === undefined) return out;
-          return out instanceof Promise ? out.then(decoded) : decoded(out);
+          if (counted === undefined) return out;
+          // A plain message comes back at once: charged without a closure per message.
+          return out instanceof Promise ? out.then((bytes) => chargeDecoded(counted, bytes)) : chargeDecoded(counted, out);
         }
+        const decoded = counted === undefined ? undefined : (bytes: Buffer) => chargeDecoded(counted, bytes);
         return inflateCharged(message.subarray(5), encoding, charge, limits.maxMessageBytes, budget.exhaustedMessage).catch((refusal: unknown) => {
           // grpc-js ends the call with the refusal: its charges go now, not when its client closes the
           // stream (a client that never half-closes would hold them), and nothing more of it is read.
