@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import { ServerInterceptingCall, type ServerInterceptor } from '@grpc/grpc-js';
+import type { InferenceRequest } from '@nereid/protocol';
 
 /** One request as the access log records it. */
 export interface AccessEntry {
@@ -29,8 +30,11 @@ export interface RequestLog {
   /** Whether verbose lines are wanted now (`log_verbose_level` ≥ 1). */
   readonly verbose: boolean;
   request(level: 'info' | 'warn' | 'error' | 'verbose', requestId: string, message: string): void;
-  /** An id for a request that came without one (for its log lines; the response's id stays as sent). */
-  assignId(): string;
+  /**
+   * A request's id for its log lines: the client's, else the one assigned to it (assigned now if it
+   * has none yet; the response's id stays as sent).
+   */
+  idOf(request: InferenceRequest): string;
   accessLine(entry: AccessEntry): void;
 }
 

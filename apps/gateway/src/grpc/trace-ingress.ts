@@ -35,7 +35,7 @@ export function sendTraced(trace: RequestTrace | undefined, last: boolean, send:
  */
 export function grpcLogArrival(log: RequestLog | undefined, request: InferenceRequest, message: object): string {
   if (log === undefined || (!log.verbose && !log.access)) return request.id;
-  const id = request.id || (request.logId ??= log.assignId());
+  const id = log.idOf(request);
   if (log.access && !request.id) noteMessageLogId(message, id);
   if (log.verbose) log.request('verbose', id, `GRPC infer request for model '${request.modelName}'`);
   return id;

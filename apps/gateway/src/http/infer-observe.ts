@@ -31,7 +31,7 @@ export function httpIngress(req: IncomingMessage): TraceIngress {
  */
 export function logArrival(log: RequestLog, res: ServerResponse, request: InferenceRequest, model: string): string {
   if (!log.access && !log.verbose) return request.id;
-  const id = request.id || (request.logId ??= log.assignId());
+  const id = log.idOf(request);
   if (log.access) noteRequestId(res, id);
   if (log.verbose) log.request('verbose', id, `HTTP infer request for model '${model}'`);
   return id;
