@@ -2,8 +2,10 @@
  * For the tests that run the built CLI in its own process (`npm run build` first): where it is, and
  * the loopback ports and `serve` arguments that bind its three endpoints there.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
+import { call, inferenceClient, type Client } from './grpc-client';
+import { until } from './poll';
 import { freePort } from './ports';
 import { ROOT } from './server';
 
@@ -27,4 +29,31 @@ export function killChild(child: ChildProcess | undefined): Promise<void> {
     child.once('exit', () => resolve());
     child.kill('SIGKILL');
   });
+}
+
+/**
+ * The built CLI serving `repo` in its own process on loopback ports (`extra`: more `serve` flags;
+ * metrics off), once its gRPC door answers ServerReady; `client` is a gRPC client of it.
+ */
+export async function startBuiltServer(
+  repo: string,
+  extra: string[] = [],
+  readyMs = 20_000,
+): Promise<{ child: ChildProcess; client: Client; httpPort: number; grpcPort: number }> {
+  const { http: httpPort, args } = await loopbackPorts();
+  const grpcPort = Number(args[args.indexOf('--grpc-port') + 1]);
+  const child = spawn(process.execPath, [MAIN, 'serve', '--model-repository', repo, ...args, '--allow-metrics=false', ...extra], { stdio: 'ignore' });
+  const client = inferenceClient(grpcPort);
+  await until(
+    'the server to be ready',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+      return call(client, 'ServerReady', {}).then(
+        (r) => r.ready === true,
+        () => false,
+      );
+    },
+    readyMs,
+  );
+  return { child, client, httpPort, grpcPort };
 }

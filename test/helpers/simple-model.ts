@@ -27,3 +27,16 @@ ensemble_scheduling { step [ {
   output_map { key: "OUTPUT0" value: "SUM" }
 } ] }
 `;
+
+/** A gRPC ModelInfer request for models/simple with zeros in both inputs (raw contents), `id` its request id. */
+export function simpleZerosGrpc(id = ''): { id: string; model_name: string; inputs: unknown[]; raw_input_contents: Buffer[] } {
+  return {
+    id,
+    model_name: 'simple',
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: ['1', '16'] },
+      { name: 'INPUT1', datatype: 'INT32', shape: ['1', '16'] },
+    ],
+    raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
+  };
+}

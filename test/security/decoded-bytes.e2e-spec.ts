@@ -8,12 +8,12 @@
  * CLI in its own process, read from /proc) stays within a small bound, and a batch of 10,000
  * sentences still passes at the defaults.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { status } from '@grpc/grpc-js';
-import { killChild, loopbackPorts, MAIN } from '../helpers/built-server';
-import { call, callError, inferenceClient, openInferStream, type Client } from '../helpers/grpc-client';
+import { killChild, startBuiltServer } from '../helpers/built-server';
+import { call, callError, openInferStream, type Client } from '../helpers/grpc-client';
 import { until } from '../helpers/poll';
 import { makeRepository } from '../helpers/server';
 
@@ -69,21 +69,9 @@ describe('decoded BYTES elements and gRPC contents are bounded (issue 16)', () =
   let client: Client;
 
   beforeAll(async () => {
-    const { http: port, args } = await loopbackPorts();
-    httpPort = port;
-    const grpcPort = Number(args[args.indexOf('--grpc-port') + 1]);
     // The defaults: --http-max-input-size 64 MiB, --http-max-inflight-body-bytes 32 MiB.
     const repo = makeRepository({ identity_bytes: 'test/fixtures/onnx/identity_bytes', simple: 'models/simple' });
-    const proc = spawn(process.execPath, [MAIN, 'serve', '--model-repository', repo, ...args, '--allow-metrics=false'], { stdio: 'ignore' });
-    child = proc;
-    client = inferenceClient(grpcPort);
-    await until('the server to be ready', async () => {
-      if (proc.exitCode !== null) throw new Error(`server exited with ${proc.exitCode}`);
-      return call(client, 'ServerReady', {}).then(
-        (r) => r.ready === true,
-        () => false,
-      );
-    }, 60_000);
+    ({ child, client, httpPort } = await startBuiltServer(repo, [], 60_000));
   }, 90_000);
 
   afterAll(async () => {

@@ -8,13 +8,13 @@
  * must stop running the stream's requests once its answers back up, and keep its memory flat,
  * while another client is served promptly.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import * as path from 'node:path';
 import * as protoLoader from '@grpc/proto-loader';
-import { killChild, loopbackPorts, MAIN } from '../helpers/built-server';
-import { call, inferenceClient, type Client, type Msg } from '../helpers/grpc-client';
+import { killChild, startBuiltServer } from '../helpers/built-server';
+import { call, type Client, type Msg } from '../helpers/grpc-client';
 import { sleep, until } from '../helpers/poll';
 import { makeRepository, ROOT } from '../helpers/server';
 
@@ -50,20 +50,7 @@ describe('gRPC streaming back-pressure (issue 16, attack 1)', () => {
   let grpcPort: number;
 
   beforeAll(async () => {
-    const { args } = await loopbackPorts();
-    grpcPort = Number(args[args.indexOf('--grpc-port') + 1]);
-    const proc = spawn(process.execPath, [MAIN, 'serve', '--model-repository', makeRepository({ simple: 'models/simple' }), ...args, '--allow-metrics=false'], {
-      stdio: 'ignore',
-    });
-    child = proc;
-    client = inferenceClient(grpcPort);
-    await until('the server to be ready', async () => {
-      if (proc.exitCode !== null) throw new Error(`server exited with ${proc.exitCode}`);
-      return call(client, 'ServerReady', {}).then(
-        (r) => r.ready === true,
-        () => false,
-      );
-    });
+    ({ child, client, grpcPort } = await startBuiltServer(makeRepository({ simple: 'models/simple' })));
   });
 
   afterAll(async () => {

@@ -8,6 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { call, inferenceClient, openInferStream, type Client, type Msg } from '../helpers/grpc-client';
 import { holdBudget } from '../helpers/budget-holder';
+import { simpleZerosGrpc } from '../helpers/simple-model';
 import { until } from '../helpers/poll';
 import { makeRepository, startTestServer } from '../helpers/server';
 import { budgetCalls } from '../../apps/gateway/src/grpc/message-budget';
@@ -50,18 +51,6 @@ function large(bytes: number, id = ''): Msg {
   };
 }
 
-function small(id = ''): Msg {
-  return {
-    id,
-    model_name: 'simple',
-    inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: ['1', '16'] },
-      { name: 'INPUT1', datatype: 'INT32', shape: ['1', '16'] },
-    ],
-    raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
-  };
-}
-
 describe('gRPC request messages in the body budget (issue 16)', () => {
   let server: Awaited<ReturnType<typeof startTestServer>>;
   let client: Client;
@@ -92,7 +81,7 @@ describe('gRPC request messages in the body budget (issue 16)', () => {
         await expect(call(client, 'ModelInfer', large(256 * 1024))).rejects.toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED, details: words });
       }
       // Small requests use the reserve: served while the budget is full.
-      for (let i = 0; i < 5; i++) expect((await call(client, 'ModelInfer', small())).outputs.map((o: Msg) => o.name)).toContain('OUTPUT0');
+      for (let i = 0; i < 5; i++) expect((await call(client, 'ModelInfer', simpleZerosGrpc())).outputs.map((o: Msg) => o.name)).toContain('OUTPUT0');
     } finally {
       holder.destroy();
     }
@@ -108,13 +97,13 @@ describe('gRPC request messages in the body budget (issue 16)', () => {
     const holder = await holdBudget(server.httpPort, BUDGET);
     try {
       const { stream, messages, done } = openInferStream(client);
-      for (let i = 0; i < 4; i++) stream.write(small(`small-${i}`));
+      for (let i = 0; i < 4; i++) stream.write(simpleZerosGrpc(`small-${i}`));
       stream.end();
       await done;
       expect(messages.map((m) => m.error_message)).toEqual(['', '', '', '']);
       // A request that does not fit cannot be read (so not answered by its id): the stream ends.
       const refused = openInferStream(client);
-      refused.stream.write(small('before'));
+      refused.stream.write(simpleZerosGrpc('before'));
       refused.stream.write(large(256 * 1024, 'big'));
       await expect(refused.done).rejects.toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED, details: words });
     } finally {

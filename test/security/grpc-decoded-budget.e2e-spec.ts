@@ -9,6 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { call, inferenceClient, type Client, type Msg } from '../helpers/grpc-client';
 import { holdBudget } from '../helpers/budget-holder';
+import { simpleZerosGrpc } from '../helpers/simple-model';
 import { until } from '../helpers/poll';
 import { makeRepository, startTestServer } from '../helpers/server';
 
@@ -20,14 +21,7 @@ const tiny: Msg = {
   model_name: 'identity_bytes',
   inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: ['1', String(N)], contents: { bytes_contents: new Array(N).fill(Buffer.from('a')) } }],
 };
-const simple: Msg = {
-  model_name: 'simple',
-  inputs: [
-    { name: 'INPUT0', datatype: 'INT32', shape: ['1', '16'] },
-    { name: 'INPUT1', datatype: 'INT32', shape: ['1', '16'] },
-  ],
-  raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)],
-};
+const simple = simpleZerosGrpc();
 
 describe('gRPC messages are charged to the body budget at their decoded cost (issue 16)', () => {
   let server: Awaited<ReturnType<typeof startTestServer>>;
