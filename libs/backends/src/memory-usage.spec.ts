@@ -3,13 +3,19 @@ import { measureRssGrowth, processRssBytes, vmRssBytes } from './memory-usage';
 
 describe('memory usage of loads', () => {
   it('measures the growth of this process while a load runs, never below zero', async () => {
-    const { value, bytes } = await measureRssGrowth(async () => {
-      // 64 MiB touched page by page: resident, not only reserved.
-      const b = Buffer.alloc(64 * 1024 * 1024, 1);
-      return b;
-    });
-    expect(value.length).toBe(64 * 1024 * 1024);
-    expect(bytes).toBeGreaterThanOrEqual(48 * 1024 * 1024);
+    // 64 MiB touched page by page: resident, not only reserved. RSS is the whole jest worker's, where
+    // memory freed meanwhile (a collection of an earlier test's garbage) offsets the growth: a CI run
+    // measured 31 of the 64 MiB once, so the growth must show in one of three tries.
+    // The buffers are kept until the end: one freed during a later try would offset that try.
+    const grown: number[] = [];
+    const kept: Buffer[] = [];
+    for (let i = 0; i < 3 && !grown.some((b) => b >= 48 * 1024 * 1024); i++) {
+      const { value, bytes } = await measureRssGrowth(async () => Buffer.alloc(64 * 1024 * 1024, 1));
+      expect(value.length).toBe(64 * 1024 * 1024);
+      kept.push(value);
+      grown.push(bytes);
+    }
+    expect(Math.max(...grown)).toBeGreaterThanOrEqual(48 * 1024 * 1024);
     const none = await measureRssGrowth(async () => 1);
     expect(none.bytes).toBeGreaterThanOrEqual(0);
     expect(none.bytes).toBeLessThan(8 * 1024 * 1024);
